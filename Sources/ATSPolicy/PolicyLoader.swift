@@ -1,0 +1,155 @@
+import Foundation
+
+/// The file formats an ATS policy is read from (ATS-SPEC section 1).
+public enum PolicyFileFormat: String, Sendable {
+    case xmlPlist = "xml-plist"
+    case binaryPlist = "binary-plist"
+    case json
+}
+
+/// Where the ATS dictionary sat in the file.
+public enum PolicyRoot: String, Sendable {
+    /// A whole Info.plist; the dictionary is its `NSAppTransportSecurity` value (absent: empty).
+    case infoPlist = "Info.plist"
+    /// The file's root is the ATS dictionary itself.
+    case bare
+}
+
+/// An ATS dictionary as read from a file, before interpretation.
+public struct PolicySource: Sendable {
+    /// The file it came from, or a label such as `<embedded default>`.
+    public var origin: String
+    public var format: PolicyFileFormat?
+    public var root: PolicyRoot
+    /// The raw `NSAppTransportSecurity` dictionary.
+    public var dictionary: [String: PlistValue]
+    /// Key path prefix to the ATS dictionary inside the file, for findings (`NSAppTransportSecurity` or empty).
+    public var keyPathPrefix: String { root == .infoPlist ? "NSAppTransportSecurity" : "" }
+
+    public init(origin: String, format: PolicyFileFormat?, root: PolicyRoot, dictionary: [String: PlistValue]) {
+        self.origin = origin
+        self.format = format
+        self.root = root
+        self.dictionary = dictionary
+    }
+
+    /// The embedded default: an empty dictionary, full ATS.
+    public static let empty = PolicySource(origin: "<embedded default>", format: nil, root: .bare, dictionary: [:])
+}
+
+/// Why a policy file could not be used. The description is one line naming the file and the problem.
+public struct PolicyLoadError: Error, CustomStringConvertible, Sendable {
+    public var path: String
+    public var problem: String
+    public var description: String { "\(path): \(problem)" }
+}
+
+public enum PolicyLoader {
+    /// Keys that only an Info.plist has; their presence (without NSAppTransportSecurity) means
+    /// "an Info.plist with no ATS dictionary", i.e. full ATS, not a bare ATS dictionary with odd keys.
+    private static let infoPlistMarkers: [String] = [
+        "CFBundleIdentifier", "CFBundleExecutable", "CFBundleName", "CFBundleVersion",
+        "CFBundleShortVersionString", "CFBundlePackageType", "CFBundleDevelopmentRegion",
+        "CFBundleInfoDictionaryVersion", "LSRequiresIPhoneOS", "UIRequiredDeviceCapabilities",
+        "MinimumOSVersion", "UILaunchStoryboardName",
+    ]
+
+    /// Reads a policy file: a whole Info.plist (XML or binary), a bare ATS dictionary plist, or JSON.
+    public static func load(path: String) throws(PolicyLoadError) -> PolicySource {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw PolicyLoadError(path: path, problem: "no such file")
+        }
+        if isDirectory.boolValue {
+            throw PolicyLoadError(path: path, problem: "is a directory, not a policy file")
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw PolicyLoadError(path: path, problem: "cannot read: \(readFailure(error))")
+        }
+        return try parse(data: data, origin: path)
+    }
+
+    /// Parses policy bytes; `origin` names them in errors.
+    public static func parse(data: Data, origin: String) throws(PolicyLoadError) -> PolicySource {
+        let format = detectFormat(data)
+        let rootValue: PlistValue
+        do {
+            switch format {
+            case .json:
+                rootValue = try JSONDecoder().decode(PlistValue.self, from: data)
+            case .xmlPlist, .binaryPlist:
+                rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data)
+            case nil:
+                throw PolicyLoadError(path: origin, problem: data.isEmpty
+                    ? "empty file; expected a property list or JSON"
+                    : "not a property list (XML or binary) or JSON")
+            }
+        } catch let error as PolicyLoadError {
+            throw error
+        } catch {
+            throw PolicyLoadError(path: origin, problem: "not a valid \(format!.displayName): \(decodeFailure(error))")
+        }
+        guard case .dictionary(let root) = rootValue else {
+            throw PolicyLoadError(path: origin,
+                                  problem: "root is \(withArticle(rootValue.typeName)), expected a dictionary")
+        }
+        if let ats = root["NSAppTransportSecurity"] {
+            guard case .dictionary(let dictionary) = ats else {
+                throw PolicyLoadError(path: origin,
+                                      problem: "NSAppTransportSecurity is \(withArticle(ats.typeName)), expected a dictionary")
+            }
+            return PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: dictionary)
+        }
+        if infoPlistMarkers.contains(where: { root[$0] != nil }) {
+            return PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: [:])
+        }
+        return PolicySource(origin: origin, format: format, root: .bare, dictionary: root)
+    }
+
+    static func detectFormat(_ data: Data) -> PolicyFileFormat? {
+        if data.starts(with: Array("bplist".utf8)) { return .binaryPlist }
+        var bytes = data[...]
+        // Skip a UTF-8 byte order mark and leading white space.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes = bytes.dropFirst(3) }
+        guard let first = bytes.first(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }) else {
+            return nil
+        }
+        switch first {
+        case UInt8(ascii: "{"), UInt8(ascii: "["): return .json
+        case UInt8(ascii: "<"): return .xmlPlist
+        default: return nil
+        }
+    }
+
+    private static func readFailure(_ error: any Error) -> String {
+        let nsError = error as NSError
+        if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError,
+           underlying.domain == NSPOSIXErrorDomain,
+           let message = strerror(Int32(underlying.code)) {
+            return String(cString: message).lowercased()
+        }
+        if nsError.code == NSFileReadNoPermissionError { return "permission denied" }
+        return nsError.localizedDescription
+    }
+
+    private static func decodeFailure(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            return (detail ?? context.debugDescription).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        return String(describing: error)
+    }
+}
+
+extension PolicyFileFormat {
+    var displayName: String {
+        switch self {
+        case .xmlPlist: "XML property list"
+        case .binaryPlist: "binary property list"
+        case .json: "JSON document"
+        }
+    }
+}

@@ -1,0 +1,5 @@
+#ifndef ATSGATE_CSYSTEMD_SHIM_H
+#define ATSGATE_CSYSTEMD_SHIM_H
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-journal.h>
+#endif
