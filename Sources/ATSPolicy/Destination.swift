@@ -27,7 +27,7 @@ public enum Host: Hashable, Sendable, CustomStringConvertible {
         case .address: return .ip
         case .name(let name):
             if name.hasSuffix(".local") || name.hasSuffix(".local.") { return .local }
-            return name.contains(".") ? .public : .unqualified
+            return name.containsASCII(UInt8(ascii: ".")) ? .public : .unqualified
         }
     }
 
@@ -35,62 +35,94 @@ public enum Host: Hashable, Sendable, CustomStringConvertible {
     /// spellings read the way an OS resolver reads them. Throws for anything that is not a host.
     public static func parse(_ text: some StringProtocol) throws(HostError) -> Host {
         var raw = Substring(text)
-        if raw.isEmpty { throw HostError(host: String(text), problem: "empty host") }
-        if raw.first == "[" {
-            guard raw.last == "]" else { throw HostError(host: String(text), problem: "unclosed IPv6 bracket") }
-            raw = raw.dropFirst().dropLast()
-            if raw.contains("%") {
-                throw HostError(host: String(text), problem: "IPv6 zone identifiers are not allowed")
-            }
-            guard raw.contains(":"), let v6 = IPAddress.parseIPv6(raw) else {
-                throw HostError(host: String(text), problem: "not an IPv6 address inside brackets")
-            }
-            return .address(IPAddress.normalizingMapped(v6))
+        // One contiguous buffer: Substring.UTF8View validates an index per byte, which dominated.
+        let result = raw.withUTF8 { parse(bytes: $0) }
+        switch result {
+        case .success(let host): return host
+        case .failure(let problem): throw HostError(host: String(text), problem: problem.text)
         }
-        if raw.contains("%") {
-            throw HostError(host: String(text), problem: "zone identifiers and percent-encoding are not allowed")
-        }
-        if raw.contains(":") {
-            guard let v6 = IPAddress.parseIPv6(raw) else {
-                throw HostError(host: String(text), problem: "not a valid IPv6 address")
-            }
-            return .address(IPAddress.normalizingMapped(v6))
-        }
-        guard raw.utf8.allSatisfy({ $0 < 0x80 }) else {
-            throw HostError(host: String(text),
-                            problem: "non-ASCII host; use its IDNA (xn--) form")
-        }
-        let lower = raw.lowercased()
-        if IPAddress.endsInNumber(Substring(lower)) {
-            guard let v4 = IPAddress.parseIPv4Lenient(Substring(lower)) else {
-                throw HostError(host: String(text), problem: "ends in a number but is not a valid IPv4 address")
-            }
-            return .address(.v4(v4))
-        }
-        try validateName(lower, original: String(text))
-        return .name(lower)
     }
 
-    private static func validateName(_ name: String, original: String) throws(HostError) {
-        let body = name.hasSuffix(".") ? name.dropLast() : Substring(name)
-        guard !body.isEmpty else { throw HostError(host: original, problem: "empty label") }
-        guard body.utf8.count <= 253 else { throw HostError(host: original, problem: "longer than 253 characters") }
-        for label in body.split(separator: ".", omittingEmptySubsequences: false) {
-            if label.isEmpty { throw HostError(host: original, problem: "empty label") }
-            if label.utf8.count > 63 {
-                throw HostError(host: original, problem: "label '\(label)' is longer than 63 characters")
+    private struct Problem: Error { var text: String }
+
+    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Result<Host, Problem> {
+        let count = bytes.count
+        guard count > 0 else { return .failure(Problem(text: "empty host")) }
+        if bytes[0] == UInt8(ascii: "[") {
+            guard bytes[count - 1] == UInt8(ascii: "]") else { return .failure(Problem(text: "unclosed IPv6 bracket")) }
+            let inner = UnsafeBufferPointer(rebasing: bytes[1..<(count - 1)])
+            if inner.contains(UInt8(ascii: "%")) {
+                return .failure(Problem(text: "IPv6 zone identifiers are not allowed"))
             }
-            for byte in label.utf8 {
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                     UInt8(ascii: "-"), UInt8(ascii: "_"):
-                    continue
-                default:
-                    throw HostError(host: original,
-                                    problem: "character '\(Character(Unicode.Scalar(byte)))' is not allowed in a host name")
+            guard inner.contains(UInt8(ascii: ":")), let v6 = IPAddress.parseIPv6(bytes: inner) else {
+                return .failure(Problem(text: "not an IPv6 address inside brackets"))
+            }
+            return .success(.address(IPAddress.normalizingMapped(v6)))
+        }
+        guard count <= 254 else { return .failure(Problem(text: "longer than 253 characters")) }
+        // One pass: validate the labels, note uppercase, and find where the last label is.
+        var labelStart = 0, lastLabelStart = 0, lastLabelEnd = 0
+        var hasUppercase = false
+        for index in 0..<count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                hasUppercase = true
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "_"):
+                break
+            case UInt8(ascii: "."):
+                if index == labelStart { return .failure(Problem(text: "empty label")) }
+                if index - labelStart > 63 { return .failure(Problem(text: "a label is longer than 63 characters")) }
+                lastLabelStart = labelStart
+                lastLabelEnd = index
+                labelStart = index + 1
+            case UInt8(ascii: ":"):
+                // An unbracketed IPv6 literal (a CONNECT authority never has one, a Host header may).
+                guard !bytes.contains(UInt8(ascii: "%")) else {
+                    return .failure(Problem(text: "zone identifiers are not allowed"))
                 }
+                guard let v6 = IPAddress.parseIPv6(bytes: bytes) else {
+                    return .failure(Problem(text: "not a valid IPv6 address"))
+                }
+                return .success(.address(IPAddress.normalizingMapped(v6)))
+            case UInt8(ascii: "%"):
+                return .failure(Problem(text: "zone identifiers and percent-encoding are not allowed"))
+            case 0x80...:
+                return .failure(Problem(text: "non-ASCII host; use its IDNA (xn--) form"))
+            default:
+                return .failure(Problem(text: "character '\(Character(Unicode.Scalar(byte)))' is not allowed in a host name"))
             }
         }
+        if labelStart < count {
+            // The name does not end with a dot: the last label runs to the end.
+            if count - labelStart > 63 { return .failure(Problem(text: "a label is longer than 63 characters")) }
+            lastLabelStart = labelStart
+            lastLabelEnd = count
+        }
+        // 253 characters at most, not counting a trailing dot.
+        if count - (labelStart == count ? 1 : 0) > 253 { return .failure(Problem(text: "longer than 253 characters")) }
+        // WHATWG's "ends in a number": an IPv4 spelling or invalid, never a name.
+        if isNumericLabel(UnsafeBufferPointer(rebasing: bytes[lastLabelStart..<lastLabelEnd])) {
+            guard let v4 = IPAddress.parseIPv4Lenient(Array(bytes)[...]) else {
+                return .failure(Problem(text: "ends in a number but is not a valid IPv4 address"))
+            }
+            return .success(.address(.v4(v4)))
+        }
+        return .success(.name(String(unsafeUninitializedCapacity: count) { buffer in
+            for index in 0..<count {
+                let byte = bytes[index]
+                buffer[index] = hasUppercase && byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+            }
+            return count
+        }))
+    }
+
+    /// A label that is all decimal digits, or 0x followed by hex digits.
+    private static func isNumericLabel(_ label: UnsafeBufferPointer<UInt8>) -> Bool {
+        if label.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { return true }
+        guard label.count >= 2, label[0] == UInt8(ascii: "0"), label[1] | 0x20 == UInt8(ascii: "x") else { return false }
+        return label.dropFirst(2).allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x66) }
     }
 }
 
@@ -124,20 +156,27 @@ public struct Destination: Hashable, Sendable {
 
     /// Parses an absolute URL (`http`, `https`, and `ws`/`wss` as their HTTP counterparts).
     public static func parse(url: String) throws(DestinationError) -> Destination {
-        guard let schemeEnd = url.range(of: "://") else {
+        let bytes = url.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+              bytes[colon...].starts(with: "://".utf8) else {
             throw DestinationError(input: url, problem: "not an absolute URL (expected http:// or https://)")
         }
-        let schemeText = url[..<schemeEnd.lowerBound].lowercased()
+        let schemeText = url[..<colon]
         let scheme: Scheme
-        switch schemeText {
-        case "http", "ws": scheme = .http
-        case "https", "wss": scheme = .https
-        default: throw DestinationError(input: url, problem: "unsupported scheme '\(schemeText)'")
+        if schemeText.utf8.elementsEqualCaseInsensitive("http") || schemeText.utf8.elementsEqualCaseInsensitive("ws") {
+            scheme = .http
+        } else if schemeText.utf8.elementsEqualCaseInsensitive("https")
+                    || schemeText.utf8.elementsEqualCaseInsensitive("wss") {
+            scheme = .https
+        } else {
+            throw DestinationError(input: url, problem: "unsupported scheme '\(schemeText.lowercased())'")
         }
-        let rest = url[schemeEnd.upperBound...]
-        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        return try parse(authority: authority, scheme: scheme, input: url, portRequired: false)
+        let rest = url.utf8[bytes.index(colon, offsetBy: 3)...]
+        let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? rest.endIndex
+        var authority = rest[..<end]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[authority.index(after: at)...] }
+        return try parse(authority: Substring(authority), scheme: scheme, input: url, portRequired: false)
     }
 
     /// Parses a `host:port` authority as a CONNECT request carries it.
@@ -160,7 +199,7 @@ public struct Destination: Hashable, Sendable {
                 guard after.first == ":" else { throw DestinationError(input: input, problem: "junk after IPv6 address") }
                 portText = after.dropFirst()
             }
-        } else if let colon = authority.lastIndex(of: ":") {
+        } else if let colon = authority.utf8.lastIndex(of: UInt8(ascii: ":")) {
             hostText = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
         }
@@ -191,4 +230,14 @@ public struct DestinationError: Error, CustomStringConvertible, Sendable {
     public var input: String
     public var problem: String
     public var description: String { "\(input): \(problem)" }
+}
+
+extension Substring.UTF8View {
+    /// ASCII case-insensitive equality with a lowercase literal.
+    fileprivate func elementsEqualCaseInsensitive(_ lowercase: StaticString) -> Bool {
+        guard count == lowercase.utf8CodeUnitCount else { return false }
+        return lowercase.withUTF8Buffer { expected in
+            zip(self, expected).allSatisfy { ($0 | 0x20) == $1 }
+        }
+    }
 }

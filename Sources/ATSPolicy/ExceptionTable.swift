@@ -20,10 +20,9 @@ public struct ExceptionMatch: Sendable, Equatable {
 /// stored like any other and simply never equals a normalised host. IP and CIDR keys are parsed once
 /// (inet_pton rules) and only consulted under the ios17 profile (R8).
 public struct ExceptionTable: Sendable {
-    private var names: [Substring: ExceptionEntry] = [:]
-    private var addresses: [IPAddress: ExceptionEntry] = [:]
-    /// CIDR entries by prefix length, longest first; each maps a masked address to its entry.
-    private var networks: [(length: Int, isIPv4: Bool, entries: [IPAddress: ExceptionEntry])] = []
+    private let names: NameTable<ExceptionEntry>
+    private let addresses: PrefixTable<ExceptionEntry>
+    private let networks: PrefixTable<ExceptionEntry>
     private let ipKeysApply: Bool
 
     public init(policy: Policy, profile: Profile, builtins: Bool) {
@@ -35,24 +34,22 @@ public struct ExceptionTable: Sendable {
         // An app entry with the same key replaces the built-in entirely (R9).
         for (key, entry) in policy.exceptionDomains { merged[key] = entry }
 
-        var byLength: [Int: [IPAddress: ExceptionEntry]] = [:]
+        var names: [(key: String, value: ExceptionEntry)] = []
+        var addresses: [(network: IPNetwork, value: ExceptionEntry)] = []
+        var networks: [(network: IPNetwork, value: ExceptionEntry)] = []
         for (key, entry) in merged {
-            if key.contains("/") {
-                if let parsed = IPNetwork.parse(Substring(key)) {
-                    let network = parsed.network
-                    let slot = network.prefixLength + (network.address.isIPv4 ? 0 : 1000)
-                    byLength[slot, default: [:]][network.address] = entry
-                }
+            if key.containsASCII(UInt8(ascii: "/")) {
                 // An unparsable CIDR key never matches (lint reports it).
+                if let parsed = IPNetwork.parse(Substring(key)) { networks.append((parsed.network, entry)) }
             } else if let address = IPAddress.parseStrict(Substring(key)) {
-                addresses[address] = entry
+                addresses.append((IPNetwork(address: address, prefixLength: address.isIPv4 ? 32 : 128), entry))
             } else {
-                names[Substring(key)] = entry
+                names.append((key, entry))
             }
         }
-        networks = byLength.map { slot, entries in
-            (length: slot % 1000, isIPv4: slot < 1000, entries: entries)
-        }.sorted { $0.length > $1.length }
+        self.names = NameTable(names)
+        self.addresses = PrefixTable(addresses)
+        self.networks = PrefixTable(networks)
     }
 
     /// The entry that applies to `host`, if any (R7, R8).
@@ -65,27 +62,27 @@ public struct ExceptionTable: Sendable {
 
     private func lookupName(_ name: String) -> ExceptionMatch? {
         if names.isEmpty { return nil }
-        var candidate = Substring(name)
-        if let entry = names[candidate] { return ExceptionMatch(entry: entry, kind: .exact) }
-        // Walk the ancestors, most specific first; only entries that include subdomains apply.
-        while let dot = candidate.firstIndex(of: ".") {
-            candidate = candidate[candidate.index(after: dot)...]
-            if candidate.isEmpty || candidate == "." { break }
-            if let entry = names[candidate], entry.includesSubdomains {
-                return ExceptionMatch(entry: entry, kind: .subdomain)
+        var name = name
+        return name.withUTF8 { host in
+            if let entry = names.lookup(host) { return ExceptionMatch(entry: entry, kind: .exact) }
+            // Walk the ancestors, most specific first; only entries that include subdomains apply.
+            var start = 0
+            while let dot = host[start...].firstIndex(of: UInt8(ascii: ".")) {
+                start = dot + 1
+                // Stop before the empty root label of a trailing-dot name.
+                guard start < host.count else { break }
+                let parent = UnsafeBufferPointer(rebasing: host[start...])
+                if let entry = names.lookup(parent), entry.includesSubdomains {
+                    return ExceptionMatch(entry: entry, kind: .subdomain)
+                }
             }
+            return nil
         }
-        return nil
     }
 
     private func lookupAddress(_ address: IPAddress) -> ExceptionMatch? {
-        if let entry = addresses[address] { return ExceptionMatch(entry: entry, kind: .exact) }
-        let isIPv4 = address.isIPv4
-        for network in networks where network.isIPv4 == isIPv4 {
-            if let entry = network.entries[IPNetwork.mask(address, network.length)] {
-                return ExceptionMatch(entry: entry, kind: .cidr)
-            }
-        }
+        if let entry = addresses.longestMatch(address) { return ExceptionMatch(entry: entry, kind: .exact) }
+        if let entry = networks.longestMatch(address) { return ExceptionMatch(entry: entry, kind: .cidr) }
         return nil
     }
 }

@@ -19,14 +19,14 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// decimal, octal with a leading 0, hexadecimal with 0x; plus a single trailing dot as URL parsers
     /// allow), or IPv6 text. Returns nil for anything that is not an address.
     public static func parseResolverHost(_ text: Substring) -> IPAddress? {
-        if text.contains(":") { return parseIPv6(text).map(normalizingMapped) }
+        if text.containsASCII(UInt8(ascii: ":")) { return parseIPv6(text).map(normalizingMapped) }
         return parseIPv4Lenient(text).map(IPAddress.v4)
     }
 
     /// Parses a strict address, as used in NSExceptionDomains keys (inet_pton: four decimal octets
     /// without leading zeros, or IPv6 text).
     public static func parseStrict(_ text: Substring) -> IPAddress? {
-        if text.contains(":") { return parseIPv6(text).map(normalizingMapped) }
+        if text.containsASCII(UInt8(ascii: ":")) { return parseIPv6(text).map(normalizingMapped) }
         return parseIPv4Strict(text).map(IPAddress.v4)
     }
 
@@ -35,53 +35,51 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
         return .v6(value)
     }
 
-    /// True when the text's last label is numeric, which makes it an IPv4 spelling or invalid:
-    /// WHATWG's "ends in a number" rule. `1.2.3.999` must not pass as a host name.
-    static func endsInNumber(_ text: Substring) -> Bool {
-        var labels = text.split(separator: ".", omittingEmptySubsequences: false)
-        if labels.last == "" && labels.count > 1 { labels.removeLast() }
-        guard let last = labels.last, !last.isEmpty else { return false }
-        if last.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) { return true }
-        let lower = last.lowercased()
-        if lower.hasPrefix("0x"), lower.dropFirst(2).allSatisfy(\.isHexDigit) { return true }
-        return false
-    }
-
     // MARK: IPv4
 
     static func parseIPv4Lenient(_ text: Substring) -> UInt32? {
+        parseIPv4Lenient(Array(text.utf8)[...])
+    }
+
+    /// inet_aton over bytes, plus the single trailing dot URL parsers accept.
+    static func parseIPv4Lenient(_ text: ArraySlice<UInt8>) -> UInt32? {
         var body = text
-        if body.hasSuffix(".") { body = body.dropLast() }
-        let parts = body.split(separator: ".", omittingEmptySubsequences: false)
-        guard (1...4).contains(parts.count) else { return nil }
-        var numbers: [UInt64] = []
-        numbers.reserveCapacity(4)
-        for part in parts {
-            guard let n = parseNumericPart(part) else { return nil }
-            numbers.append(n)
+        if body.last == UInt8(ascii: ".") { body = body.dropLast() }
+        var numbers: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var count = 0
+        for part in body.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
+            guard count < 4, let n = parseNumericPart(part) else { return nil }
+            switch count {
+            case 0: numbers.0 = n
+            case 1: numbers.1 = n
+            case 2: numbers.2 = n
+            default: numbers.3 = n
+            }
+            count += 1
         }
+        guard count > 0 else { return nil }
+        let parts = [numbers.0, numbers.1, numbers.2, numbers.3][..<count]
         // Every part but the last is one byte; the last fills the remaining bytes.
-        for n in numbers.dropLast() where n > 0xFF { return nil }
-        let lastBits = 8 * (5 - numbers.count)
-        guard numbers.last! < (UInt64(1) << lastBits) else { return nil }
-        var value: UInt64 = 0
-        for (index, n) in numbers.dropLast().enumerated() { value |= n << (24 - 8 * index) }
-        value |= numbers.last!
+        for n in parts.dropLast() where n > 0xFF { return nil }
+        let last = parts[count - 1]
+        guard last < (UInt64(1) << (8 * (5 - count))) else { return nil }
+        var value: UInt64 = last
+        for (index, n) in parts.dropLast().enumerated() { value |= n << (24 - 8 * index) }
         return UInt32(value)
     }
 
     /// One inet_aton part: `0x1F` hex, `017` octal, `15` decimal; "0x" alone is 0.
-    private static func parseNumericPart(_ part: Substring) -> UInt64? {
-        guard !part.isEmpty else { return nil }
-        let bytes = Array(part.utf8)
+    private static func parseNumericPart(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+        guard !bytes.isEmpty else { return nil }
         var radix: UInt64 = 10
-        var digits = bytes[...]
-        if bytes.count >= 2, bytes[0] == UInt8(ascii: "0"), bytes[1] | 0x20 == UInt8(ascii: "x") {
+        var digits = bytes
+        let first = bytes[bytes.startIndex]
+        if bytes.count >= 2, first == UInt8(ascii: "0"), bytes[bytes.startIndex + 1] | 0x20 == UInt8(ascii: "x") {
             radix = 16
-            digits = bytes[2...]
-        } else if bytes.count >= 2, bytes[0] == UInt8(ascii: "0") {
+            digits = bytes.dropFirst(2)
+        } else if bytes.count >= 2, first == UInt8(ascii: "0") {
             radix = 8
-            digits = bytes[1...]
+            digits = bytes.dropFirst()
         }
         var value: UInt64 = 0
         for byte in digits {
@@ -116,39 +114,84 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     // MARK: IPv6
 
     static func parseIPv6(_ text: Substring) -> UInt128? {
-        guard !text.isEmpty, !text.contains("%") else { return nil }
-        let halves = text.split(separator: "::", maxSplits: 2, omittingEmptySubsequences: false)
-            .map { Substring($0) }
-        guard halves.count <= 2 else { return nil }
-        guard let head = parseGroups(halves[0], allowIPv4Tail: halves.count == 1) else { return nil }
-        var groups: [UInt16]
-        if halves.count == 2 {
-            guard let tail = parseGroups(halves[1], allowIPv4Tail: true) else { return nil }
-            // "::" stands for at least one zero group.
-            guard head.count + tail.count <= 7 else { return nil }
-            groups = head + Array(repeating: 0, count: 8 - head.count - tail.count) + tail
-        } else {
-            groups = head
-        }
-        guard groups.count == 8 else { return nil }
-        return groups.reduce(UInt128(0)) { $0 << 16 | UInt128($1) }
+        var text = text
+        return text.withUTF8 { parseIPv6(bytes: $0) }
     }
 
-    private static func parseGroups(_ text: Substring, allowIPv4Tail: Bool) -> [UInt16]? {
-        if text.isEmpty { return [] }
-        let pieces = text.split(separator: ":", omittingEmptySubsequences: false)
-        var groups: [UInt16] = []
-        for (index, piece) in pieces.enumerated() {
-            if index == pieces.count - 1, allowIPv4Tail, piece.contains(".") {
-                guard let v4 = parseIPv4Strict(piece) else { return nil }
-                groups.append(UInt16(v4 >> 16))
-                groups.append(UInt16(v4 & 0xFFFF))
-                continue
-            }
-            guard (1...4).contains(piece.utf8.count), let group = UInt16(piece, radix: 16) else { return nil }
-            groups.append(group)
+    /// RFC 4291 text over bytes: groups of 1-4 hex digits, one `::`, an optional dotted-quad tail.
+    static func parseIPv6(bytes: UnsafeBufferPointer<UInt8>) -> UInt128? {
+        var groups = (UInt64(0), UInt64(0)) // 8 groups packed as two 64-bit halves, filled left to right
+        var count = 0
+        var gap = -1 // group index where "::" stood
+        var index = 0
+        let end = bytes.count
+        func append(_ group: UInt16) -> Bool {
+            guard count < 8 else { return false }
+            if count < 4 { groups.0 |= UInt64(group) << (48 - 16 * count) }
+            else { groups.1 |= UInt64(group) << (48 - 16 * (count - 4)) }
+            count += 1
+            return true
         }
-        return groups
+        guard end >= 2 else { return nil }
+        if bytes[0] == UInt8(ascii: ":") {
+            guard bytes[1] == UInt8(ascii: ":") else { return nil }
+            gap = 0
+            index = 2
+            if index == end { return 0 }
+        }
+        while index < end {
+            // One group, or a dotted-quad tail.
+            let start = index
+            var value: UInt32 = 0
+            while index < end, index - start < 5, let digit = hexDigit(bytes[index]) {
+                value = value << 4 | UInt32(digit)
+                index += 1
+            }
+            if index < end, bytes[index] == UInt8(ascii: ".") {
+                // The tail: re-read from the group's start as strict dotted quad; it must end the text.
+                let tail = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                guard let v4 = parseIPv4Strict(Substring(decoding: tail, as: UTF8.self)),
+                      append(UInt16(v4 >> 16)), append(UInt16(v4 & 0xFFFF)) else { return nil }
+                index = end
+                break
+            }
+            guard index > start, index - start <= 4, append(UInt16(value)) else { return nil }
+            if index == end { break }
+            guard bytes[index] == UInt8(ascii: ":") else { return nil }
+            index += 1
+            if index < end, bytes[index] == UInt8(ascii: ":") {
+                guard gap < 0 else { return nil }
+                gap = count
+                index += 1
+                if index == end { break }
+            } else if index == end {
+                return nil // a single trailing colon
+            }
+        }
+        var result = UInt128(groups.0) << 64 | UInt128(groups.1)
+        if gap >= 0 {
+            // "::" stands for at least one zero group: shift the groups after it to the right end.
+            guard count <= 7 else { return nil }
+            let after = count - gap
+            let shift = 16 * (8 - count)
+            let lowBits = 16 * after
+            let lowMask: UInt128 = after == 0 ? 0 : (UInt128.max >> (128 - lowBits)) << (128 - 16 * count)
+            let moved = (result & lowMask) >> shift
+            result = (result & ~lowMask) | moved
+        } else {
+            guard count == 8 else { return nil }
+        }
+        return result
+    }
+
+    @inline(__always)
+    private static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     static func formatIPv6(_ value: UInt128) -> String {
@@ -221,7 +264,7 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
               let length = Int(lengthText) else { return nil }
         let address: IPAddress
         var padded = false
-        if addressText.contains(":") {
+        if addressText.containsASCII(UInt8(ascii: ":")) {
             guard let v6 = IPAddress.parseIPv6(addressText) else { return nil }
             address = .v6(v6)
             guard length <= 128 else { return nil }
