@@ -81,7 +81,13 @@ public enum PolicyLoader {
             case .json:
                 rootValue = try JSONDecoder().decode(PlistValue.self, from: data)
             case .xmlPlist, .binaryPlist:
-                rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data)
+                var decoded = PropertyListSerialization.PropertyListFormat.xml
+                rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data, format: &decoded)
+                // Foundation falls back to the OpenStep format, which reads a truncated `bplist` as a string
+                // and `<616263>` as data: report the file as the broken plist it claims to be.
+                guard decoded == (format == .binaryPlist ? .binary : .xml) else {
+                    throw PolicyLoadError(path: origin, problem: "not a valid \(format!.displayName)")
+                }
             case nil:
                 throw PolicyLoadError(path: origin, problem: data.isEmpty
                     ? "empty file; expected a property list or JSON"
