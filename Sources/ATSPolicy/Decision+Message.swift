@@ -48,9 +48,9 @@ extension Decision {
         guard case .global(_, let notExempt?) = basis else { return nil }
         switch notExempt {
         case .localNetworkingNo:
-            return "\(host) is a local destination but NSAllowsLocalNetworking is present and not YES, so it is not exempt"
+            return "\(host) is a local destination but NSAllowsLocalNetworking=NO, so it is not exempt"
         case .ios9:
-            return "the ios9 profile has no local exemption; a \(destination.hostClass.rawValue) host needs an NSExceptionDomains entry"
+            return "the ios9 profile has no local exemption; \(withArticle(destination.hostClass.rawValue)) host needs an NSExceptionDomains entry"
         }
     }
 

@@ -58,7 +58,7 @@ public enum GlobalCause: Sendable, Equatable {
 
 /// Why a direct destination (R6c) was not exempt (R11).
 public enum NotExemptCause: String, Sendable {
-    /// NSAllowsLocalNetworking is present and not YES.
+    /// NSAllowsLocalNetworking is NO.
     case localNetworkingNo = "local-networking-no"
     /// The ios9 profile has no local exemption.
     case ios9 = "ios9"

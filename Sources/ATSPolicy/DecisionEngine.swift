@@ -60,7 +60,9 @@ public struct DecisionEngine: Sendable {
         if direct {
             if options.profile == .ios9 {
                 notExempt = .ios9
-            } else if policy.allowsLocalNetworking.isPresent, !policy.allowsLocalNetworking.isYes {
+            } else if policy.allowsLocalNetworking.raw == .bool(false) {
+                // Only a real NO revokes the exemption: R1 gives a non-boolean value presence in R12 alone,
+                // and Apple's evaluator treats it as absent here.
                 notExempt = .localNetworkingNo
             } else {
                 return .localExemption

@@ -17,8 +17,8 @@ public struct ExceptionMatch: Sendable, Equatable {
 /// The merged table of built-in and app exception entries with the lookups of R7-R9.
 ///
 /// Name keys are compared as exact strings (R5): a key with uppercase letters, a port or a wildcard is
-/// stored like any other and simply never equals a normalised host. IP and CIDR keys are parsed once
-/// (inet_pton rules) and only consulted under the ios17 profile (R8).
+/// stored like any other and simply never equals a normalised host. Exact IP keys match only in canonical
+/// text; CIDR keys are parsed (`10/8` padded); both are consulted only under the ios17 profile (R8).
 public struct ExceptionTable: Sendable {
     private let names: NameTable<ExceptionEntry>
     private let addresses: PrefixTable<ExceptionEntry>
@@ -41,7 +41,9 @@ public struct ExceptionTable: Sendable {
             if key.containsASCII(UInt8(ascii: "/")) {
                 // An unparsable CIDR key never matches (lint reports it).
                 if let parsed = IPNetwork.parse(Substring(key)) { networks.append((parsed.network, entry)) }
-            } else if let address = IPAddress.parseStrict(Substring(key)) {
+            } else if let address = IPAddress.parseStrict(Substring(key)), address.description == key {
+                // Exact IP keys match as canonical text (R5, R8): `2001:DB8::1` or `::ffff:192.0.2.1`
+                // never match, as in Apple's evaluator, which looks them up as strings (lint reports them).
                 addresses.append((IPNetwork(address: address, prefixLength: address.isIPv4 ? 32 : 128), entry))
             } else {
                 names.append((key, entry))
