@@ -37,10 +37,11 @@ public struct ExceptionTable: Sendable {
         var names: [(key: String, value: ExceptionEntry)] = []
         var addresses: [(network: IPNetwork, value: ExceptionEntry)] = []
         var networks: [(network: IPNetwork, value: ExceptionEntry)] = []
+        var networkKeys: [IPNetwork: [String]] = [:]
         for (key, entry) in merged {
             if key.containsASCII(UInt8(ascii: "/")) {
                 // An unparsable CIDR key never matches (lint reports it).
-                if let parsed = IPNetwork.parse(Substring(key)) { networks.append((parsed.network, entry)) }
+                if let parsed = IPNetwork.parse(Substring(key)) { networkKeys[parsed.network, default: []].append(key) }
             } else if let address = IPAddress.parseStrict(Substring(key)), address.description == key {
                 // Exact IP keys match as canonical text (R5, R8): `2001:DB8::1` or `::ffff:192.0.2.1`
                 // never match, as in Apple's evaluator, which looks them up as strings (lint reports them).
@@ -49,9 +50,19 @@ public struct ExceptionTable: Sendable {
                 names.append((key, entry))
             }
         }
+        for (network, keys) in networkKeys {
+            networks.append((network, merged[ExceptionTable.preferredKey(keys, canonical: network.description)]!))
+        }
         self.names = NameTable(names)
         self.addresses = PrefixTable(addresses)
         self.networks = PrefixTable(networks)
+    }
+
+    /// Of several CIDR keys for one network (`10.0.0.0/8`, `10/8`, `10.0.0.1/8`), the one that applies:
+    /// the key written in canonical form, else the first in sort order. The OS leaves this undefined;
+    /// atsgate makes it deterministic, and lint reports the duplicates.
+    public static func preferredKey(_ keys: [String], canonical: String) -> String {
+        keys.contains(canonical) ? canonical : keys.min()!
     }
 
     /// The entry that applies to `host`, if any (R7, R8).

@@ -1,6 +1,66 @@
 import ArgumentParser
+import ATSPolicy
+import Foundation
 
-/// Placeholder replaced by the lint implementation.
+/// `atsgate lint`: audits ATS dictionaries and reports findings with id, severity, key path, message and
+/// whether App Review needs a justification.
 struct LintCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "lint", abstract: "Audit ATS dictionaries.")
+    static let configuration = CommandConfiguration(
+        commandName: "lint",
+        abstract: "Audit ATS dictionaries (Info.plist, bare ATS plist or JSON).",
+        discussion: """
+            Exit status: 0 when no finding is at error or high severity, 1 when any is, 2 when any file \
+            cannot be read as a policy (the other files are still linted and reported).
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, sarif }
+
+    @Option(name: .long, help: "text (one line per finding), json (one document) or sarif (SARIF 2.1.0).")
+    var format: Format = .text
+
+    @Option(name: .long, help: "Which OS generation's rules apply: ios9, ios10 or ios17.")
+    var profile: Profile = .ios17
+
+    @Argument(help: ArgumentHelp("Policy files to lint.", valueName: "file"))
+    var files: [String]
+
+    func run() throws {
+        let linter = Linter(profile: profile)
+        var results: [LintFileResult] = []
+        var failures: [String] = []
+        for path in files {
+            do {
+                let source = try PolicyLoader.load(path: path)
+                results.append(linter.lintFile(source, text: Self.text(of: path, format: source.format)))
+            } catch {
+                results.append(.unreadable(path: path, error: error.description))
+                failures.append(error.description)
+            }
+        }
+        let report = LintReport(profile: profile, files: results)
+        let output: String
+        switch format {
+        case .text: output = report.text
+        case .json: output = report.json.pretty + "\n"
+        case .sarif: output = report.sarif(toolVersion: AtsgateVersion.string).pretty + "\n"
+        }
+        FileHandle.standardOutput.write(Data(output.utf8))
+
+        // Every unreadable file gets its own `atsgate: FILE: problem` line; the last ends the command.
+        if let last = failures.last {
+            for failure in failures.dropLast() {
+                FileHandle.standardError.write(Data("atsgate: \(failure)\n".utf8))
+            }
+            throw CommandFailure(message: last, exitCode: 2)
+        }
+        if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
+    }
+
+    /// The file's text for line numbers (XML and JSON only); nil when it cannot be had.
+    private static func text(of path: String, format: PolicyFileFormat?) -> String? {
+        guard format == .xmlPlist || format == .json,
+              let data = FileManager.default.contents(atPath: path) else { return nil }
+        return String(data: data, encoding: .utf8)
+    }
 }
