@@ -75,7 +75,15 @@ extension PlistValue: Decodable {
         init?(intValue: Int) { nil }
     }
 
+    /// Deeper nesting is refused: decoding recurses, and a crafted file must not exhaust the stack.
+    /// Real Info.plists nest a few levels; the ATS dictionary at most five.
+    public static let maximumDepth = 64
+
     public init(from decoder: any Decoder) throws {
+        guard decoder.codingPath.count < PlistValue.maximumDepth else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
+                debugDescription: "nested deeper than \(PlistValue.maximumDepth) levels"))
+        }
         if var list = try? decoder.unkeyedContainer() {
             var values: [PlistValue] = []
             while !list.isAtEnd { values.append(try list.decode(PlistValue.self)) }

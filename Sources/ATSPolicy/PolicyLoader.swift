@@ -23,6 +23,8 @@ public struct PolicySource: Sendable {
     public var root: PolicyRoot
     /// The raw `NSAppTransportSecurity` dictionary.
     public var dictionary: [String: PlistValue]
+    /// For an Info.plist, the keys of its root (so lint can spot a misspelled NSAppTransportSecurity).
+    public var infoPlistKeys: [String] = []
     /// Key path prefix to the ATS dictionary inside the file, for findings (`NSAppTransportSecurity` or empty).
     public var keyPathPrefix: String { root == .infoPlist ? "NSAppTransportSecurity" : "" }
 
@@ -45,14 +47,14 @@ public struct PolicyLoadError: Error, CustomStringConvertible, Sendable {
 }
 
 public enum PolicyLoader {
-    /// Keys that only an Info.plist has; their presence (without NSAppTransportSecurity) means
-    /// "an Info.plist with no ATS dictionary", i.e. full ATS, not a bare ATS dictionary with odd keys.
-    private static let infoPlistMarkers: [String] = [
-        "CFBundleIdentifier", "CFBundleExecutable", "CFBundleName", "CFBundleVersion",
-        "CFBundleShortVersionString", "CFBundlePackageType", "CFBundleDevelopmentRegion",
-        "CFBundleInfoDictionaryVersion", "LSRequiresIPhoneOS", "UIRequiredDeviceCapabilities",
-        "MinimumOSVersion", "UILaunchStoryboardName",
-    ]
+    /// Key prefixes only an Info.plist has (bundle, Launch Services, UIKit and build keys). A root with
+    /// such a key and no NSAppTransportSecurity is an Info.plist without ATS dictionary, i.e. full ATS,
+    /// not a bare ATS dictionary full of unknown keys.
+    private static let infoPlistKeyPrefixes = ["CFBundle", "LS", "UI", "DT", "MinimumOSVersion"]
+
+    static func isInfoPlistKey(_ key: String) -> Bool {
+        infoPlistKeyPrefixes.contains { key.hasPrefix($0) }
+    }
 
     /// Reads a policy file: a whole Info.plist (XML or binary), a bare ATS dictionary plist, or JSON.
     public static func load(path: String) throws(PolicyLoadError) -> PolicySource {
@@ -81,6 +83,11 @@ public enum PolicyLoader {
             case .json:
                 rootValue = try JSONDecoder().decode(PlistValue.self, from: data)
             case .xmlPlist, .binaryPlist:
+                if format == .xmlPlist, xmlNestingDepth(data) > PlistValue.maximumDepth {
+                    // Foundation's XML scanner recurses before any of our code runs.
+                    throw PolicyLoadError(path: origin,
+                                          problem: "nested deeper than \(PlistValue.maximumDepth) levels")
+                }
                 var decoded = PropertyListSerialization.PropertyListFormat.xml
                 rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data, format: &decoded)
                 // Foundation falls back to the OpenStep format, which reads a truncated `bplist` as a string
@@ -107,12 +114,48 @@ public enum PolicyLoader {
                 throw PolicyLoadError(path: origin,
                                       problem: "NSAppTransportSecurity is \(withArticle(ats.typeName)), expected a dictionary")
             }
-            return PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: dictionary)
+            var source = PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: dictionary)
+            source.infoPlistKeys = root.keys.sorted()
+            return source
         }
-        if infoPlistMarkers.contains(where: { root[$0] != nil }) {
-            return PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: [:])
+        if root.keys.contains(where: isInfoPlistKey) {
+            var source = PolicySource(origin: origin, format: format, root: .infoPlist, dictionary: [:])
+            source.infoPlistKeys = root.keys.sorted()
+            return source
         }
         return PolicySource(origin: origin, format: format, root: .bare, dictionary: root)
+    }
+
+    /// The deepest nesting of `<array>` and `<dict>` elements; self-closing ones do not nest.
+    static func xmlNestingDepth(_ data: Data) -> Int {
+        data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Int in
+            var depth = 0, deepest = 0, index = 0
+            let count = bytes.count
+            func matches(_ word: StaticString, at offset: Int) -> Bool {
+                let length = word.utf8CodeUnitCount
+                guard offset + length <= count else { return false }
+                return word.withUTF8Buffer { expected in
+                    (0..<length).allSatisfy { bytes[offset + $0] == expected[$0] }
+                }
+            }
+            while index < count {
+                defer { index += 1 }
+                guard bytes[index] == UInt8(ascii: "<") else { continue }
+                let closing = index + 1 < count && bytes[index + 1] == UInt8(ascii: "/")
+                let nameStart = closing ? index + 2 : index + 1
+                let length: Int
+                if matches("array", at: nameStart) { length = 5 } else if matches("dict", at: nameStart) { length = 4 } else { continue }
+                let after = nameStart + length
+                guard after < count else { break }
+                if closing {
+                    depth = max(0, depth - 1)
+                } else if bytes[after] == UInt8(ascii: ">") {
+                    depth += 1
+                    deepest = max(deepest, depth)
+                }
+            }
+            return deepest
+        }
     }
 
     static func detectFormat(_ data: Data) -> PolicyFileFormat? {

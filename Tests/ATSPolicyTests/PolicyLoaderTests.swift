@@ -380,4 +380,38 @@ struct PolicyLoaderTests {
         let policy = PolicyFixtures.policy([ATSKey.exceptionDomains: .array([.string("example.com")])])
         #expect(policy.exceptionDomains.isEmpty)
     }
+
+    /// Nesting deep enough to exhaust the stack is refused with a one-line error, in every format.
+    @Test func deeplyNestedFilesAreRefusedNotCrashed() throws {
+        let depth = 20_000
+        let xml = "<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>a</key>"
+            + String(repeating: "<array>", count: depth) + String(repeating: "</array>", count: depth) + "</dict></plist>"
+        #expect(throws: PolicyLoadError.self) { try PolicyLoader.parse(data: Data(xml.utf8), origin: "deep.plist") }
+        do {
+            _ = try PolicyLoader.parse(data: Data(xml.utf8), origin: "deep.plist")
+        } catch {
+            #expect(error.description == "deep.plist: nested deeper than 64 levels")
+        }
+        var nested: Any = [Any]()
+        for _ in 0..<200 { nested = [nested] }
+        let binary = try PropertyListSerialization.data(fromPropertyList: ["a": nested], format: .binary, options: 0)
+        do {
+            _ = try PolicyLoader.parse(data: binary, origin: "deep.bplist")
+            Issue.record("a 200-level binary plist was accepted")
+        } catch {
+            #expect(error.description.contains("nested deeper than 64 levels"))
+        }
+        // Ordinary nesting still loads.
+        let shallow = "<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>NSExceptionDomains</key><dict>"
+            + "<key>a.com</key><dict/></dict></dict></plist>"
+        #expect(try PolicyLoader.parse(data: Data(shallow.utf8), origin: "ok.plist").dictionary.count == 1)
+    }
+
+    @Test func infoPlistIsRecognisedByAnyBundleKey() throws {
+        let json = #"{"CFBundleDisplayName": "Shop", "NSCameraUsageDescription": "scan codes"}"#
+        let source = try PolicyLoader.parse(data: Data(json.utf8), origin: "Info.json")
+        #expect(source.root == .infoPlist)
+        #expect(source.dictionary.isEmpty)
+        #expect(source.infoPlistKeys == ["CFBundleDisplayName", "NSCameraUsageDescription"])
+    }
 }
