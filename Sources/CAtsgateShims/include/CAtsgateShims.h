@@ -1,0 +1,17 @@
+#ifndef ATSGATE_SHIMS_H
+#define ATSGATE_SHIMS_H
+// GNU calls and macros Swift cannot import directly: splice(2), pipe2(2), accept4(2) need _GNU_SOURCE.
+#include <sys/types.h>
+#include <sys/socket.h>
+
+/// splice(2) with SPLICE_F_MOVE | SPLICE_F_NONBLOCK; returns bytes moved or -1 with errno set.
+ssize_t atsgate_splice(int fd_in, int fd_out, size_t length);
+/// pipe2(2) with O_NONBLOCK | O_CLOEXEC.
+int atsgate_pipe(int fds[2]);
+/// Grows a pipe's buffer (F_SETPIPE_SZ); returns the new size or -1.
+int atsgate_set_pipe_size(int fd, int size);
+/// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC.
+int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length);
+/// socket(2) with SOCK_NONBLOCK | SOCK_CLOEXEC.
+int atsgate_socket(int domain, int type);
+#endif

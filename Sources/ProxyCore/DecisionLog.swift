@@ -1,0 +1,125 @@
+import ATSPolicy
+import Dispatch
+import Glibc
+
+/// The format of the decision log (INTERFACE.md).
+public enum LogFormat: String, Sendable, CaseIterable {
+    case json
+    case text
+}
+
+/// One decision as the log records it; field names are INTERFACE.md's.
+struct LogRecord {
+    var time: Double
+    var client: SocketAddress
+    var method: String
+    var decision: Decision?
+    /// For answers that are not ATS decisions (400, 502, client-not-allowed ...).
+    var action: String?
+    var reason: String?
+    var message: String?
+    var enforced: Bool
+    var status: Int?
+    var upstreamIP: String?
+    var bytesUp = 0
+    var bytesDown = 0
+    var durationMilliseconds = 0.0
+
+    func json(policy: String) -> JSONValue {
+        let destination = decision?.destination
+        let requirements = decision?.requirements
+        var fields: [(String, JSONValue)] = [
+            ("time", .string(LogRecord.timestamp(time))),
+            ("client", .string(client.description)),
+            ("policy", .string(policy)),
+            ("method", .string(method)),
+            ("scheme", .optional(destination?.scheme.rawValue)),
+            ("host", .optional(destination?.host.description)),
+            ("port", destination.map { .int($0.port) } ?? .null),
+            ("class", .optional(destination?.hostClass.rawValue)),
+            ("direct", decision.map { .bool($0.direct) } ?? .null),
+            ("exception", .optional(decision?.exception?.entry.displayName)),
+            ("ats", .optional(decision?.ats.rawValue)),
+            ("action", .string(action ?? decision?.action.rawValue ?? "allow")),
+            ("reason", .optional(reason ?? decision?.reason?.rawValue)),
+            ("message", .optional(message ?? decision?.message)),
+            ("enforced", .bool(enforced)),
+            ("tls_version", .null),
+            ("cipher", .null),
+            ("upstream_ip", .optional(upstreamIP)),
+            ("bytes_up", .int(bytesUp)),
+            ("bytes_down", .int(bytesDown)),
+            ("duration_ms", .double((durationMilliseconds * 1000).rounded() / 1000)),
+        ]
+        if let status { fields.append(("status", .int(status))) }
+        if let decision { fields.append(("rule", .string(decision.rule))) }
+        if let requirements, requirements.minimumTLSVersion != nil {
+            fields.append(("minimum_tls_version", .optional(requirements.minimumTLSVersion?.rawValue)))
+        }
+        return .object(fields)
+    }
+
+    func text(policy: String) -> String {
+        let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
+        let verdict = action ?? decision?.action.rawValue ?? "allow"
+        let code = reason ?? decision?.reason?.rawValue
+        var line = "\(LogRecord.timestamp(time)) \(client) \(method) \(target) \(verdict.uppercased())"
+        if let code { line += " \(code)" }
+        if !enforced { line += " (report only)" }
+        line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
+        if let text = message ?? decision?.message {
+            // One record, one line: a policy value with a newline must not split it.
+            line += ": " + text.replacing("\n", with: "\\n")
+        }
+        return line
+    }
+
+    /// RFC 3339 UTC with milliseconds.
+    static func timestamp(_ time: Double) -> String {
+        var seconds = time_t(time)
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        let millis = Int((time - Double(Int(time))) * 1000)
+        func pad(_ value: Int32, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
+            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+    }
+}
+
+/// Writes decision records to standard output, one per line, off the event loop.
+final class DecisionLog: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "atsgate.log")
+    private let format: LogFormat
+    private let policy: String
+    private let fd: Int32
+
+    init(format: LogFormat, policy: String, fd: Int32 = STDOUT_FILENO) {
+        self.format = format
+        self.policy = policy
+        self.fd = fd
+    }
+
+    func write(_ record: LogRecord) {
+        let line = (format == .json ? record.json(policy: policy).compact : record.text(policy: policy)) + "\n"
+        queue.async { [fd] in
+            var bytes = Array(line.utf8)[...]
+            while !bytes.isEmpty {
+                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if n < 0 { if errno == EINTR { continue } else { return } }
+                bytes = bytes.dropFirst(n)
+            }
+        }
+    }
+
+    /// Waits until every record written so far is out.
+    func flush() { queue.sync {} }
+}
+
+func now() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}

@@ -1,0 +1,40 @@
+/// The proxy's own HTTP answers: blocks, errors, and the page for requests addressed to the proxy.
+enum ProxyResponse {
+    static func render(status: Int, headers: [(String, String)] = [], body: String, keepAlive: Bool) -> [UInt8] {
+        let bodyBytes = Array(body.utf8)
+        var head = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"
+        head += "Content-Type: text/plain; charset=utf-8\r\n"
+        head += "Content-Length: \(bodyBytes.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        head += keepAlive ? "" : "Connection: close\r\n"
+        head += "\r\n"
+        return Array(head.utf8) + bodyBytes
+    }
+
+    static func reasonPhrase(_ status: Int) -> String {
+        switch status {
+        case 200: "OK"
+        case 308: "Permanent Redirect"
+        case 400: "Bad Request"
+        case 403: "Forbidden"
+        case 405: "Method Not Allowed"
+        case 408: "Request Timeout"
+        case 431: "Request Header Fields Too Large"
+        case 502: "Bad Gateway"
+        case 503: "Service Unavailable"
+        case 504: "Gateway Timeout"
+        case 505: "HTTP Version Not Supported"
+        case 508: "Loop Detected"
+        default: "Error"
+        }
+    }
+
+    static let usagePage = """
+        This is atsgate, an HTTP proxy that enforces Apple's App Transport Security policy.
+        Use it as your HTTP proxy instead of requesting it directly, for example:
+          curl -x http://HOST:PORT https://example.com/
+          curl -x http://HOST:PORT http://example.com/
+        Every decision is logged with its reason; blocked requests get 403 with X-ATS-Reason.
+
+        """
+}

@@ -1,0 +1,94 @@
+/// Moves one direction of a connection: first any bytes held in user space (the inspected prefix,
+/// a rewritten request head), then everything else through a pipe with splice(2), never copying.
+/// End of input becomes a half-close of the output (shutdown SHUT_WR).
+final class Pump {
+    private let from: Channel
+    private let to: Channel
+    private var pending: [UInt8]
+    private var pipe: (read: Int32, write: Int32)?
+    private var inPipe = 0
+    private var sourceEnded = false
+    private(set) var finished = false
+    private(set) var bytes = 0
+    /// Called on progress (for idle timeouts), at the end, and on an error.
+    var onProgress: () -> Void = {}
+    var onFinish: () -> Void = {}
+    var onError: (SystemError) -> Void = { _ in }
+
+    private static let chunk = 1 << 20
+
+    init(from: Channel, to: Channel, pending: [UInt8] = []) {
+        self.from = from
+        self.to = to
+        self.pending = pending
+        bytes = pending.count
+    }
+
+    deinit {
+        if let pipe {
+            SystemCall.close(pipe.read)
+            SystemCall.close(pipe.write)
+        }
+    }
+
+    /// Runs until it would block; called on readability of `from` and writability of `to`.
+    func run() {
+        do {
+            try step()
+        } catch {
+            finished = true
+            from.wantRead(false)
+            to.wantWrite(false)
+            onError(error)
+        }
+    }
+
+    private func step() throws(SystemError) {
+        while !finished {
+            if !pending.isEmpty {
+                let result = pending.withUnsafeBytes { buffer in
+                    Result { () throws(SystemError) in try SystemCall.write(to.fd, buffer) }
+                }
+                let outcome = try result.get()
+                switch outcome {
+                case .done(let n): pending.removeFirst(n); onProgress()
+                case .wouldBlock, .endOfFile: return waitForWritable()
+                }
+                continue
+            }
+            if inPipe > 0, let pipe {
+                switch try SystemCall.splice(from: pipe.read, to: to.fd, length: inPipe) {
+                case .done(let n): inPipe -= n; onProgress()
+                case .wouldBlock, .endOfFile: return waitForWritable()
+                }
+                continue
+            }
+            if sourceEnded {
+                finished = true
+                from.wantRead(false)
+                to.wantWrite(false)
+                Socket.shutdownWrite(to.fd)
+                onFinish()
+                return
+            }
+            if pipe == nil {
+                pipe = try SystemCall.pipe()
+            }
+            switch try SystemCall.splice(from: from.fd, to: pipe!.write, length: Pump.chunk) {
+            case .done(let n): inPipe += n; bytes += n
+            case .endOfFile: sourceEnded = true
+            case .wouldBlock: return waitForReadable()
+            }
+        }
+    }
+
+    private func waitForWritable() {
+        from.wantRead(false)
+        to.wantWrite(true)
+    }
+
+    private func waitForReadable() {
+        to.wantWrite(false)
+        from.wantRead(true)
+    }
+}
