@@ -3,7 +3,7 @@ import Glibc
 
 /// One socket descriptor with its read and write sources, created once and toggled by balanced
 /// suspend/resume (libdispatch on Linux misbehaves when sources are recreated on one descriptor).
-/// The descriptor is closed only in the cancel handler, after both sources are cancelled.
+/// The descriptor is released only after both cancel handlers have run, through `DescriptorReaper`.
 final class Channel {
     let fd: Int32
     private let readSource: DispatchSourceRead
@@ -22,7 +22,7 @@ final class Channel {
         group.enter()
         readSource.setCancelHandler { group.leave() }
         writeSource.setCancelHandler { group.leave() }
-        group.notify(queue: queue) { SystemCall.close(fd) }
+        group.notify(queue: queue) { DescriptorReaper.shared.release(fd) }
     }
 
     func onReadable(_ handler: @escaping () -> Void) { readSource.setEventHandler(handler: handler) }
@@ -54,4 +54,22 @@ final class Channel {
     }
 
     var isClosed: Bool { cancelled }
+}
+
+/// Closes socket descriptors late enough for libdispatch.
+///
+/// libdispatch on Linux can run a source's cancel handler before its manager thread has issued the
+/// EPOLL_CTL_DEL for the descriptor. Closing at once lets the kernel hand the same number to a new
+/// socket, and the late DEL then removes the new socket's registration: its read source never fires
+/// (seen with strace as DEL n followed by MOD n = ENOENT, about one tunnel in 300). So the socket is
+/// shut down at once (the peer sees FIN now) and its number is held for a moment before close(2).
+final class DescriptorReaper: @unchecked Sendable {
+    static let shared = DescriptorReaper()
+    private static let grace = DispatchTimeInterval.milliseconds(500)
+    private let queue = DispatchQueue(label: "atsgate.reaper")
+
+    func release(_ fd: Int32) {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+        queue.asyncAfter(deadline: .now() + DescriptorReaper.grace) { SystemCall.close(fd) }
+    }
 }
