@@ -26,7 +26,7 @@ final class ProxyConnection {
     private var upstream: Channel?
     private var pumps: [Pump] = []
     private var timer: DispatchSourceTimer?
-    private var activity = 0
+    private var lastActivity = 0.0
     private var record: LogRecord
     private var started = now()
 
@@ -51,7 +51,8 @@ final class ProxyConnection {
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
         client.onWritable { [self] in flushAnswer() }
-        answer(status: 403, reason: BlockReason.clientNotAllowed.rawValue,
+        answer(status: 403, headers: atsHeaders("block", BlockReason.clientNotAllowed.rawValue),
+               reason: BlockReason.clientNotAllowed.rawValue,
                message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)",
                keepAlive: false, action: "block")
     }
@@ -325,27 +326,38 @@ final class ProxyConnection {
         upstream.onWritable { up.run() }
         upstream.onReadable { down.run() }
         client.onWritable { down.run() }
+        lastActivity = now()
         for pump in pumps {
-            pump.onProgress = { [unowned self] in activity &+= 1 }
+            pump.onProgress = { [unowned self] in lastActivity = now() }
             pump.onFinish = { [unowned self] in
-                if pumps.allSatisfy(\.finished) || (closeWithUpstream && pump === down) { finish() }
+                if pumps.allSatisfy(\.finished) || (closeWithUpstream && pump === down) {
+                    finish()
+                } else {
+                    armRelayTimer(halfClosed: true)
+                }
             }
             pump.onError = { [unowned self] _ in finish() }
         }
-        armIdle()
-        up.run()
+        armRelayTimer(halfClosed: false)
+        // Down first: its read source on the upstream is armed before the up pump can half-close the
+        // upstream, so the peer's FIN finds an armed source (see armRelayTimer).
         down.run()
+        up.run()
     }
 
-    private func armIdle() {
-        let interval = context.configuration.idleTimeout
-        var seen = activity
-        arm(after: interval, repeating: true) { [self] in
-            if activity == seen {
-                record.message = record.message ?? "idle for \(Int(interval)) s"
+    /// Idle timeout for the relay, and, once one direction is half-closed, a short tick that re-runs
+    /// the open direction. After our shutdown(SHUT_WR) the peer's FIN makes the socket report EPOLLHUP;
+    /// when that arrives while none of its sources is armed, libdispatch deletes the epoll registration
+    /// and a later resume of the read source fails (EPOLL_CTL_MOD = ENOENT), so the wakeup never comes.
+    /// A pump only does non-blocking work, so running it on a tick is harmless and bounds that stall.
+    private func armRelayTimer(halfClosed: Bool) {
+        let idle = context.configuration.idleTimeout
+        arm(after: halfClosed ? 0.05 : max(0.05, idle / 2), repeating: true) { [self] in
+            if now() - lastActivity > idle {
+                record.message = record.message ?? "idle for \(Int(idle)) s"
                 return finish()
             }
-            seen = activity
+            if halfClosed { for pump in pumps where !pump.finished { pump.run() } }
         }
     }
 
