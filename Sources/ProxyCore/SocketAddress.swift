@@ -15,11 +15,20 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         ip.isIPv4 ? "\(ip):\(port)" : "[\(ip)]:\(port)"
     }
 
-    /// Parses `HOST:PORT` with a numeric host (`127.0.0.1:3128`, `[::1]:3128`).
+    /// Parses `IP:PORT` (`127.0.0.1:3128`, `[::1]:3128`); port 0 asks the kernel for a free port.
     public init?(parsing text: String) {
-        guard let destination = try? Destination.parse(authority: text, scheme: .http, portRequired: true),
-              case .address(let ip) = destination.host else { return nil }
-        self.init(ip: ip, port: destination.port)
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        var host = text[..<colon]
+        let portText = text[text.index(after: colon)...]
+        if host.hasPrefix("[") {
+            guard host.hasSuffix("]") else { return nil }
+            host = host.dropFirst().dropLast()
+        } else if host.contains(":") {
+            return nil // IPv6 needs brackets
+        }
+        guard !portText.isEmpty, portText.allSatisfy(\.isASCII), portText.allSatisfy(\.isNumber),
+              let port = Int(portText), port <= 65535, let ip = IPAddress.parseStrict(host) else { return nil }
+        self.init(ip: ip, port: port)
     }
 
     var family: Int32 { ip.isIPv4 ? AF_INET : AF_INET6 }

@@ -33,9 +33,10 @@ enum Atsgate {
     }()
 
     /// Runs `atsgate ARGS` with optional standard input; bounded by a timeout so a hang fails the test.
-    static func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 30) throws -> AtsgateRun {
+    static func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 30,
+                    executable: URL? = nil) throws -> AtsgateRun {
         let process = Process()
-        process.executableURL = binary
+        process.executableURL = executable ?? binary
         process.arguments = arguments
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out

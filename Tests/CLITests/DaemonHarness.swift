@@ -1,0 +1,265 @@
+import Foundation
+import Glibc
+import Testing
+
+/// A long-running child process whose output lines the test can wait for. Terminated on deinit.
+final class BackgroundProcess: @unchecked Sendable {
+    let process = Process()
+    private let lock = NSLock()
+    private var stdoutText = ""
+    private var stderrText = ""
+    private let input = Pipe()
+    private let outputDone = DispatchGroup()
+
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = input
+        for (pipe, isError) in [(out, false), (err, true)] {
+            outputDone.enter()
+            let done = outputDone
+            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
+                let data = handle.availableData
+                if data.isEmpty {
+                    // Leave even while deinit runs (self is already nil then), or stop() waits in vain.
+                    handle.readabilityHandler = nil
+                    done.leave()
+                    return
+                }
+                guard let self else { return }
+                self.lock.withLock {
+                    if isError { self.stderrText += String(decoding: data, as: UTF8.self) }
+                    else { self.stdoutText += String(decoding: data, as: UTF8.self) }
+                }
+            }
+        }
+        try process.run()
+    }
+
+    var stdout: String { lock.withLock { stdoutText } }
+    var stderr: String { lock.withLock { stderrText } }
+
+    /// Polls until `predicate` holds for (stdout, stderr) or the process exits; bounded in time.
+    func wait(timeout: TimeInterval = 20, until predicate: (String, String) -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if predicate(stdout, stderr) { return }
+            if !process.isRunning {
+                if predicate(stdout, stderr) { return }
+                throw HarnessError("\(process.executableURL!.lastPathComponent) exited: \(stderr)")
+            }
+            usleep(20_000)
+        }
+        throw HarnessError("timed out waiting for \(process.executableURL!.lastPathComponent); stderr: \(stderr)")
+    }
+
+    /// SIGTERM, then waits for exit and for all output; returns the exit status.
+    @discardableResult
+    func stop(signal: Int32 = SIGTERM) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        try? input.fileHandleForWriting.close()
+        let deadline = Date().addingTimeInterval(10)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
+        _ = outputDone.wait(timeout: .now() + 5)
+        return process.terminationStatus
+    }
+
+    deinit { stop(signal: SIGKILL) }
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// `atsgate run` on an ephemeral loopback port, with its decision log collected.
+final class Daemon {
+    let process: BackgroundProcess
+    let port: Int
+
+    init(_ arguments: [String]) throws {
+        process = try BackgroundProcess(Atsgate.binary.path, ["run", "--listen", "127.0.0.1:0"] + arguments)
+        try process.wait { _, err in err.contains("listening on ") }
+        let line = process.stderr.split(separator: "\n").first { $0.contains("listening on ") } ?? ""
+        guard let match = line.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {
+            throw HarnessError("no port in: \(line)")
+        }
+        self.port = port
+    }
+
+    var proxy: String { "http://127.0.0.1:\(port)" }
+
+    /// Stops the daemon (SIGTERM) once it has logged `expected` records (an exchange is logged when it
+    /// ends, a moment after the client has its answer), and returns its exit status and log records.
+    func stop(expected: Int = 1) throws -> (status: Int32, records: [[String: Any]]) {
+        try waitForRecords(expected)
+        let status = process.stop()
+        let records = try process.stdout.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+        return (status, records)
+    }
+
+    /// Waits until the log holds `count` records (they are written when an exchange ends).
+    func waitForRecords(_ count: Int) throws {
+        try process.wait { out, _ in out.split(separator: "\n").count >= count }
+    }
+}
+
+/// The test origin of Tests/Fixtures/origin.py.
+final class Origin {
+    /// The interpreter itself, not a version manager's shim (a shim may fork, and then stopping the
+    /// child we started would leave the origin running).
+    static let python: String = {
+        let run = try? Subprocess.run("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable)"])
+        let path = run?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
+        return path.isEmpty ? "/usr/bin/python3" : path
+    }()
+
+    let process: BackgroundProcess
+    let httpPort: Int
+    let eofPort: Int
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/origin.py").path
+        process = try BackgroundProcess(Origin.python, [script])
+        try process.wait { out, _ in out.contains("eof=") }
+        let match = process.stdout.firstMatch(of: /http=(\d+) eof=(\d+)/)!
+        httpPort = Int(match.1)!
+        eofPort = Int(match.2)!
+    }
+}
+
+/// `openssl s_server` with a self-signed certificate for `tls.test`, on a free loopback port.
+final class TLSOrigin {
+    let process: BackgroundProcess
+    let port: Int
+    let directory: TemporaryDirectory
+
+    init(extraArguments: [String] = []) throws {
+        directory = try TemporaryDirectory()
+        let key = directory.url.appendingPathComponent("key.pem").path
+        let cert = directory.url.appendingPathComponent("cert.pem").path
+        let made = try Subprocess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes",
+            "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=tls.test",
+            "-addext", "subjectAltName=DNS:tls.test"])
+        guard made.status == 0 else { throw HarnessError("openssl req: \(made.stderr)") }
+        port = try freePort()
+        process = try BackgroundProcess("/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)",
+            "-cert", cert, "-key", key, "-www", "-quiet"] + extraArguments)
+        try waitUntilListening(port)
+    }
+}
+
+enum Subprocess {
+    /// Runs a program to completion with a timeout and returns its status and output.
+    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
+                    timeout: TimeInterval = 30) throws -> AtsgateRun {
+        try Atsgate.run(arguments, stdin: stdin, timeout: timeout, executable: URL(fileURLWithPath: executable))
+    }
+
+    static func curl(_ arguments: [String]) throws -> AtsgateRun {
+        try run("/usr/bin/curl", ["--silent", "--show-error", "--max-time", "10"] + arguments)
+    }
+}
+
+/// A port nothing listens on right now (bind to 0, read it, close).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard ok else { throw HarnessError("cannot find a free port") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func waitUntilListening(_ port: Int, timeout: TimeInterval = 10) throws {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let client = try? RawClient(port: port) { client.close(); return }
+        usleep(20_000)
+    }
+    throw HarnessError("nothing listens on 127.0.0.1:\(port)")
+}
+
+/// A blocking loopback TCP client for exact bytes on the wire; every read is bounded by a timeout.
+final class RawClient {
+    let fd: Int32
+
+    init(port: Int, timeout: Int = 10) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard connected == 0 else {
+            Glibc.close(fd)
+            throw HarnessError("connect to \(port) failed")
+        }
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    func shutdownWrite() { shutdown(fd, Int32(SHUT_WR)) }
+
+    /// Reads until the peer closes (or the timeout).
+    func readAll() -> String {
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            data += buffer[..<n]
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Reads until `marker` has arrived (or the peer closes, or the timeout).
+    func read(until marker: String) -> String {
+        var text = ""
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !text.contains(marker) {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            text += String(decoding: buffer[..<n], as: UTF8.self)
+        }
+        return text
+    }
+
+    private var isOpen = true
+
+    func close() {
+        guard isOpen else { return }
+        isOpen = false
+        Glibc.close(fd)
+    }
+
+    deinit { close() }
+}

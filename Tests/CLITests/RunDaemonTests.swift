@@ -1,0 +1,223 @@
+import Foundation
+import Testing
+
+/// `atsgate run` end to end: the real daemon on a loopback port, real curl and openssl clients, a local
+/// origin. Each test asserts bytes on the wire and the decision log record.
+@Suite(.serialized) struct RunDaemonTests {
+    /// Names pinned to loopback so that "public" hosts reach the local origins.
+    static let pins = ["--resolve", "api.example.com=127.0.0.1", "--resolve", "tls.test=127.0.0.1",
+                       "--resolve", "legacy.example.com=127.0.0.1"]
+
+    static let legacyPolicy = #"{"NSExceptionDomains": {"legacy.example.com": {"NSExceptionAllowsInsecureHTTPLoads": true}}}"#
+
+    @Test func plainHTTPToALocalOriginIsForwardedAndLogged() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--connect-port", "443"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "http://127.0.0.1:\(origin.httpPort)/headers"])
+        #expect(run.status == 0)
+        #expect(run.stdout.hasPrefix("GET /headers HTTP/1.1\r\n"), "origin got: \(run.stdout)")
+        #expect(run.stdout.contains("Via: 1.1 atsgate"))
+        #expect(!run.stdout.lowercased().contains("proxy-connection"))
+        let (status, records) = try daemon.stop()
+        #expect(status == 0)
+        let record = try #require(records.first)
+        #expect(record["action"] as? String == "allow")
+        #expect(record["ats"] as? String == "exempt")
+        #expect(record["class"] as? String == "ip")
+        #expect(record["enforced"] as? Bool == true)
+        #expect(record["upstream_ip"] as? String == "127.0.0.1")
+        #expect((record["bytes_down"] as? Int ?? 0) > 0)
+        for field in ["time", "client", "policy", "method", "scheme", "host", "port", "class", "direct", "exception",
+                      "ats", "action", "reason", "message", "enforced", "tls_version", "cipher", "upstream_ip",
+                      "bytes_up", "bytes_down", "duration_ms"] {
+            #expect(record.keys.contains(field), "log record lacks \(field)")
+        }
+    }
+
+    @Test func cleartextToAPublicHostIsBlockedWith403AndItsReason() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(Self.pins)
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-D", "-", "http://api.example.com:\(origin.httpPort)/small"])
+        #expect(run.stdout.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(run.stdout.contains("X-ATS-Action: block\r\n"))
+        #expect(run.stdout.contains("X-ATS-Reason: cleartext-http\r\n"))
+        #expect(run.stdout.contains("cleartext HTTP to api.example.com is not allowed"))
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(record["action"] as? String == "block")
+        #expect(record["reason"] as? String == "cleartext-http")
+        #expect(record["status"] as? Int == 403)
+        #expect(record["host"] as? String == "api.example.com")
+        #expect(record["upstream_ip"] is NSNull, "a blocked request must not reach the origin")
+    }
+
+    @Test func anExceptionEntryLetsCleartextThrough() throws {
+        let origin = try Origin()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write("policy.json", Self.legacyPolicy)
+        let daemon = try Daemon(Self.pins + ["--policy", policy])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "http://legacy.example.com:\(origin.httpPort)/small"])
+        #expect(run.stdout == String(repeating: "a", count: 100))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["exception"] as? String == "legacy.example.com")
+        #expect(records.first?["policy"] as? String == policy)
+    }
+
+    @Test func reportModeLogsTheBlockAndLetsItThrough() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(Self.pins + ["--mode", "report"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "http://api.example.com:\(origin.httpPort)/small"])
+        #expect(run.stdout == String(repeating: "a", count: 100))
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(record["action"] as? String == "block")
+        #expect(record["reason"] as? String == "cleartext-http")
+        #expect(record["enforced"] as? Bool == false)
+    }
+
+    @Test func redirectModeAnswers308ToHTTPS() throws {
+        let daemon = try Daemon(Self.pins + ["--cleartext", "redirect"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-D", "-", "-o", "/dev/null", "http://api.example.com/v1?q=1"])
+        #expect(run.stdout.hasPrefix("HTTP/1.1 308 Permanent Redirect\r\n"))
+        #expect(run.stdout.contains("Location: https://api.example.com/v1?q=1\r\n"))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "upgrade")
+    }
+
+    @Test func tlsThroughConnectIsTunnelled() throws {
+        let tls = try TLSOrigin()
+        let daemon = try Daemon(Self.pins + ["--connect-port", "\(tls.port)"])
+        let run = try Subprocess.curl(["-k", "-x", daemon.proxy, "https://tls.test:\(tls.port)/"])
+        #expect(run.status == 0, "curl: \(run.stderr)")
+        #expect(run.stdout.contains("s_server"), "s_server -www page expected")
+        try daemon.waitForRecords(1)
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(record["method"] as? String == "CONNECT")
+        #expect(record["scheme"] as? String == "https")
+        #expect(record["action"] as? String == "allow")
+        #expect(record["ats"] as? String == "on")
+        #expect((record["bytes_up"] as? Int ?? 0) > 100, "the ClientHello went up")
+        #expect((record["bytes_down"] as? Int ?? 0) > 500, "the certificate and page came down")
+    }
+
+    @Test func cleartextInsideATunnelIsBlocked() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(Self.pins + ["--connect-port", "\(origin.httpPort)"])
+        let run = try Subprocess.curl(["-p", "-x", daemon.proxy, "http://api.example.com:\(origin.httpPort)/small"])
+        #expect(run.status != 0)
+        #expect(!run.stdout.contains("aaaa"))
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(record["action"] as? String == "block")
+        #expect(record["reason"] as? String == "cleartext-in-tunnel")
+        #expect((record["message"] as? String ?? "").contains("add NSExceptionAllowsInsecureHTTPLoads=YES"))
+    }
+
+    @Test func connectToAPortOffTheAllowListIsRefused() throws {
+        let daemon = try Daemon(Self.pins)
+        let run = try Subprocess.curl(["-p", "-x", daemon.proxy, "-D", "-", "https://tls.test:8443/"])
+        #expect(run.status != 0)
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["reason"] as? String == "port-not-allowed")
+        #expect(records.first?["status"] as? Int == 403)
+    }
+
+    @Test func clientsOutsideTheAllowListAreRefused() throws {
+        let daemon = try Daemon(["--allow-client", "10.0.0.0/8"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-D", "-", "http://127.0.0.1:1/"])
+        #expect(run.stdout.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
+        #expect(run.stdout.contains("X-ATS-Reason: client-not-allowed"))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["reason"] as? String == "client-not-allowed")
+    }
+
+    @Test func connectWithoutHostHeaderAndHalfCloseArePropagated() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--connect-port", "\(origin.eofPort)"])
+        let client = try RawClient(port: daemon.port)
+        // No Host header, as some iOS clients send it; cleartext to a local origin is exempt (R11).
+        client.send("CONNECT 127.0.0.1:\(origin.eofPort) HTTP/1.1\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n") == "HTTP/1.1 200 Connection Established\r\n\r\n")
+        client.send(String(repeating: "x", count: 70_000))
+        client.shutdownWrite()
+        // The origin answers only after it sees end of input: our half-close reached it.
+        let reply = client.readAll()
+        #expect(reply == "got 70000 bytes\n", "daemon: \(daemon.process.stdout) \(daemon.process.stderr)")
+        try daemon.waitForRecords(1)
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["bytes_up"] as? Int == 70_000)
+        #expect(records.first?["bytes_down"] as? Int == 16)
+    }
+
+    @Test func unreachableOriginGets502WithItsCause() throws {
+        let closed = try freePort()
+        let daemon = try Daemon(["--connect-port", "\(closed)"])
+        let plain = try Subprocess.curl(["-x", daemon.proxy, "-D", "-", "http://127.0.0.1:\(closed)/"])
+        #expect(plain.stdout.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"))
+        #expect(plain.stdout.contains("X-ATS-Reason: upstream-refused"))
+        let tunnel = try Subprocess.curl(["-p", "-x", daemon.proxy, "-D", "-", "http://127.0.0.1:\(closed)/"])
+        #expect(tunnel.stdout.hasPrefix("HTTP/1.1 502 Bad Gateway\r\n"), "CONNECT answers 200 only once the upstream is up")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.count == 2)
+        #expect(records.allSatisfy { $0["reason"] as? String == "upstream-refused" })
+    }
+
+    /// Each bad request gets its status; the daemon keeps serving the good request after it.
+    @Test(arguments: [
+        ("GARBAGE\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://127.0.0.1/ HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://127.0.0.1/ HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://127.0.0.1/ HTTP/1.1\r\nX-A: 1\r\n  folded\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://127.0.0.1/ HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://127.0.0.1/ HTTP/1.1\r\nX-Big: " + String(repeating: "b", count: 17_000) + "\r\n\r\n", "HTTP/1.1 431 "),
+        ("GET example.com:443 HTTP/1.1\r\n\r\n", "HTTP/1.1 405 "),
+        ("GET / HTTP/1.1\r\nHost: proxy\r\n\r\n", "HTTP/1.1 400 "),
+        ("GET http://bad..host/ HTTP/1.1\r\n\r\n", "HTTP/1.1 400 "),
+    ])
+    func badRequestsGetAClearAnswerAndTheDaemonKeepsServing(request: String, expected: String) throws {
+        let origin = try Origin()
+        let daemon = try Daemon([])
+        let bad = try RawClient(port: daemon.port)
+        bad.send(request)
+        let answer = bad.readAll()
+        #expect(answer.hasPrefix(expected), "got: \(answer.prefix(80))")
+        let good = try Subprocess.curl(["-x", daemon.proxy, "http://127.0.0.1:\(origin.httpPort)/small"])
+        #expect(good.stdout == String(repeating: "a", count: 100))
+        let (status, records) = try daemon.stop(expected: 2)
+        #expect(status == 0)
+        #expect(records.count == 2, "one record for the bad request, one for the good")
+    }
+
+    @Test func theProxysOwnAddressGetsAUsagePage() throws {
+        let daemon = try Daemon([])
+        let run = try Subprocess.curl(["-D", "-", daemon.proxy + "/"])
+        #expect(run.stdout.hasPrefix("HTTP/1.1 400 Bad Request\r\n"))
+        #expect(run.stdout.contains("Use it as your HTTP proxy"))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["reason"] as? String == "not-a-proxy-request")
+    }
+
+    @Test func aSlowClientIsCutOffAfterTheHeadTimeout() throws {
+        let daemon = try Daemon(["--head-timeout", "0.5"])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1/ HTTP/1.1\r\nX-Slow: ")
+        let answer = client.readAll()
+        #expect(answer.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["reason"] as? String == "request-timeout")
+    }
+
+    @Test func startupErrorsExitNonZeroWithOneLine() throws {
+        let daemon = try Daemon([])
+        let busy = try Atsgate.run(["run", "--listen", "127.0.0.1:\(daemon.port)"], timeout: 10)
+        #expect(busy.status == 1)
+        #expect(busy.stderr.contains("cannot listen: bind 127.0.0.1:\(daemon.port): Address already in use"))
+        _ = try daemon.stop(expected: 0)
+        let policy = try Atsgate.run(["run", "--policy", "/nonexistent.plist"], timeout: 10)
+        #expect(policy.status == 2)
+        #expect(policy.stderr == "atsgate: /nonexistent.plist: no such file\n")
+        let upgrade = try Atsgate.run(["run", "--cleartext", "upgrade"], timeout: 10)
+        #expect(upgrade.status == 2)
+    }
+}
