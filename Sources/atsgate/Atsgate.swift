@@ -14,7 +14,8 @@ struct Atsgate: ParsableCommand {
 
     static func main() {
         do {
-            var command = try parseAsRoot()
+            let arguments = try ConfigFile.expand(Array(CommandLine.arguments.dropFirst()))
+            var command = try parseAsRoot(arguments)
             try command.run()
         } catch let failure as CommandFailure {
             FileHandle.standardError.write(Data("atsgate: \(failure.message)\n".utf8))

@@ -16,6 +16,10 @@ struct RunCommand: ParsableCommand {
             """
     )
 
+    @Option(name: .long, help: ArgumentHelp("Config file: one 'flag = value' per line; flags override it.",
+                                            valueName: "file"))
+    var config: String?
+
     @OptionGroup var options: PolicyOptions
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on (repeatable).", valueName: "host:port"))

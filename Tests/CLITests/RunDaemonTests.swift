@@ -220,4 +220,49 @@ import Testing
         let upgrade = try Atsgate.run(["run", "--cleartext", "upgrade"], timeout: 10)
         #expect(upgrade.status == 2)
     }
+
+    @Test func theConfigFileSetsOptionsAndFlagsOverrideIt() throws {
+        let origin = try Origin()
+        let directory = try TemporaryDirectory()
+        let config = try directory.write("atsgate.conf", """
+            # report mode from the file, pinned name, text log
+            mode = report
+            resolve = api.example.com=127.0.0.1
+            log-format = json
+            connect-port = 443
+            """)
+        // The file says report; the flag says enforce and wins.
+        let daemon = try Daemon(["--config", config, "--mode", "enforce"])
+        let blocked = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}",
+                                           "http://api.example.com:\(origin.httpPort)/small"])
+        #expect(blocked.stdout == "403", "the file's resolve applies and the flag's mode wins")
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["enforced"] as? Bool == true)
+
+        let reporting = try Daemon(["--config", config])
+        let through = try Subprocess.curl(["-x", reporting.proxy, "http://api.example.com:\(origin.httpPort)/small"])
+        #expect(through.stdout == String(repeating: "a", count: 100), "report mode from the file lets it through")
+        _ = try reporting.stop()
+    }
+
+    @Test(arguments: [
+        ("lisen = 127.0.0.1:0\n", ":1: unknown key 'lisen' (did you mean 'listen'?)"),
+        ("listen = 127.0.0.1:0\nprofile = ios8\n", ":2: The value 'ios8' is invalid for '--profile"),
+        ("just words\n", ":1: expected 'key = value'"),
+        ("no-builtin-exceptions = maybe\n", ":1: no-builtin-exceptions takes true or false"),
+    ])
+    func aBrokenConfigFileNamesTheFileAndLine(contents: String, expected: String) throws {
+        let directory = try TemporaryDirectory()
+        let config = try directory.write("broken.conf", contents)
+        let run = try Atsgate.run(["run", "--config", config], timeout: 10)
+        #expect(run.status == 2)
+        #expect(run.stderr.hasPrefix("atsgate: \(config)\(expected)"), "stderr: \(run.stderr)")
+    }
+
+    @Test func theShippedExampleConfigIsValid() throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/atsgate.conf").path
+        let daemon = try Daemon(["--config", example])
+        _ = try daemon.stop(expected: 0)
+    }
 }
