@@ -224,9 +224,213 @@ final class ProxyConnection {
             break
         }
         openUpstream(destination) { [self] in
-            startRelay(prefix: upstreamHead(head, destination: destination) + inbound, closeWithUpstream: true)
-            inbound = []
+            startExchange(head, destination: destination)
         }
+    }
+
+    // MARK: one forwarded exchange (client keep-alive)
+
+    /// A forwarded request in flight: the body going up, the response coming down.
+    private struct Exchange {
+        var request: RequestHead
+        var body: RequestBody
+        var toUpstream: [UInt8]
+        var fromUpstream: [UInt8] = []
+        var toClient: [UInt8] = []
+        var response: ResponseHead?
+        var keepClient = false
+        var upstreamEnded = false
+        var upstreamPaused = false
+        var bytesUp = 0
+        var bytesDown = 0
+    }
+
+    private var exchange: Exchange?
+    private static let bufferLimit = 256 * 1024
+
+    private func startExchange(_ head: RequestHead, destination: Destination) {
+        guard let upstream else { return close() }
+        state = .relaying
+        exchange = Exchange(request: head, body: RequestBody(head), toUpstream: upstreamHead(head, destination: destination))
+        if !takeRequestBody(from: &inbound) { return }
+        client.onReadable { [self] in exchangeReadClient() }
+        client.onWritable { [self] in exchangeWriteClient() }
+        upstream.onReadable { [self] in exchangeReadUpstream() }
+        upstream.onWritable { [self] in exchangeWriteUpstream() }
+        client.wantRead(!exchange!.body.isComplete)
+        upstream.wantRead(true)
+        lastActivity = now()
+        armRelayTimer(halfClosed: false)
+        exchangeWriteUpstream()
+    }
+
+    /// Moves the body's share of `bytes` to the upstream buffer; what follows the body stays (a
+    /// pipelined next request). False when the body is malformed (the exchange is then over).
+    private func takeRequestBody(from bytes: inout [UInt8]) -> Bool {
+        guard var current = exchange, !bytes.isEmpty else { return true }
+        let taken: Int
+        do {
+            taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
+        } catch {
+            exchange = nil
+            answer(status: 400, reason: "bad-request", message: "malformed chunked request body", keepAlive: false)
+            return false
+        }
+        current.toUpstream += bytes[..<taken]
+        current.bytesUp += taken
+        bytes.removeFirst(taken)
+        exchange = current
+        return true
+    }
+
+    private func exchangeReadClient() {
+        guard exchange != nil else { return }
+        var fresh: [UInt8] = []
+        swap(&fresh, &inbound)
+        let outcome = readClient()
+        swap(&fresh, &inbound)
+        // `fresh` holds what was just read; the body's part goes up, the rest waits in `inbound`.
+        guard takeRequestBody(from: &fresh) else { return }
+        inbound += fresh
+        guard let current = exchange else { return }
+        if current.body.isComplete || current.toUpstream.count > Self.bufferLimit { client.wantRead(false) }
+        if case .ended = outcome, !current.body.isComplete { return finish() }
+        if case .failed = outcome { return finish() }
+        exchangeWriteUpstream()
+    }
+
+    private func exchangeWriteUpstream() {
+        guard var current = exchange, let upstream else { return }
+        while !current.toUpstream.isEmpty {
+            let outcome = current.toUpstream.withUnsafeBytes { try? SystemCall.write(upstream.fd, $0) }
+            guard case .done(let n)? = outcome else {
+                exchange = current
+                if outcome == .wouldBlock { return upstream.wantWrite(true) }
+                return exchangeFailed("writing to the origin failed")
+            }
+            current.toUpstream.removeFirst(n)
+            lastActivity = now()
+        }
+        upstream.wantWrite(false)
+        if !current.body.isComplete, current.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
+        exchange = current
+    }
+
+    private func exchangeReadUpstream() {
+        guard var current = exchange, let upstream else { return }
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        readLoop: while current.toClient.count <= Self.bufferLimit {
+            let outcome = chunk.withUnsafeMutableBytes { try? SystemCall.read(upstream.fd, into: $0) }
+            switch outcome {
+            case .done(let n)?:
+                current.fromUpstream += chunk[..<n]
+                lastActivity = now()
+            case .wouldBlock?:
+                break readLoop
+            case .endOfFile?:
+                current.upstreamEnded = true
+                upstream.wantRead(false)
+                break readLoop
+            case nil:
+                exchange = current
+                return exchangeFailed("reading from the origin failed")
+            }
+        }
+        if current.toClient.count > Self.bufferLimit {
+            upstream.wantRead(false)
+            current.upstreamPaused = true
+        }
+        // The response head: parse and rewrite it once; 1xx interim heads pass through as they are.
+        while current.response == nil {
+            let parsed = current.fromUpstream.withUnsafeBytes { bytes in
+                Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(bytes) }
+            }
+            switch parsed {
+            case .failure(let error):
+                exchange = current
+                return exchangeFailed("bad response from the origin: \(error.problem)")
+            case .success(nil):
+                if current.upstreamEnded {
+                    exchange = current
+                    return exchangeFailed("the origin closed without a response")
+                }
+                exchange = current
+                return
+            case .success(let head?):
+                if (100..<200).contains(head.status), head.status != 101 {
+                    current.toClient += current.fromUpstream[..<head.length]
+                    current.fromUpstream.removeFirst(head.length)
+                    continue
+                }
+                let framed = head.isFramed(requestMethod: current.request.method)
+                current.keepClient = current.request.keepAlive && framed && head.status != 101
+                current.toClient += head.rewritten(keepAlive: current.keepClient,
+                                                   clientMinorVersion: current.request.minorVersion)
+                current.fromUpstream.removeFirst(head.length)
+                current.response = head
+                record.status = head.status
+            }
+        }
+        current.bytesDown += current.fromUpstream.count
+        current.toClient += current.fromUpstream
+        current.fromUpstream.removeAll(keepingCapacity: true)
+        exchange = current
+        if !current.toClient.isEmpty || current.upstreamEnded { exchangeWriteClient() }
+    }
+
+    private func exchangeWriteClient() {
+        guard var current = exchange else { return }
+        while !current.toClient.isEmpty {
+            let outcome = current.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
+            guard case .done(let n)? = outcome else {
+                exchange = current
+                if outcome == .wouldBlock { return client.wantWrite(true) }
+                return finish()
+            }
+            current.toClient.removeFirst(n)
+        }
+        client.wantWrite(false)
+        exchange = current
+        if !current.upstreamEnded {
+            // Read at once rather than only re-arming: if the origin closed while reads were paused,
+            // its EPOLLHUP may have cost the read source its registration (see armRelayTimer), and
+            // after the origin's FIN a read never blocks.
+            if current.upstreamPaused {
+                exchange?.upstreamPaused = false
+                upstream?.wantRead(true)
+                exchangeReadUpstream()
+            }
+            return
+        }
+        // The origin closed after its response (it was asked to): the exchange is over.
+        record.bytesUp = current.bytesUp
+        record.bytesDown = current.bytesDown
+        exchange = nil
+        log()
+        upstream?.close()
+        upstream = nil
+        if current.keepClient, current.body.isComplete {
+            record = LogRecord(time: now(), client: clientAddress, method: "-",
+                               enforced: context.configuration.mode == .enforce)
+            client.onWritable { [self] in flushAnswer() }
+            nextRequest()
+        } else {
+            close()
+        }
+    }
+
+    /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else cut.
+    private func exchangeFailed(_ message: String) {
+        let started = exchange?.response != nil
+        exchange = nil
+        upstream?.close()
+        upstream = nil
+        if started {
+            record.message = message
+            return finish()
+        }
+        answer(status: 502, headers: [("X-ATS-Reason", "upstream-protocol")], reason: "upstream-protocol",
+               message: message, keepAlive: false, action: "error")
     }
 
     /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
@@ -316,7 +520,7 @@ final class ProxyConnection {
 
     // MARK: relay
 
-    private func startRelay(prefix: [UInt8], closeWithUpstream: Bool = false) {
+    private func startRelay(prefix: [UInt8]) {
         guard let upstream else { return close() }
         state = .relaying
         let up = Pump(from: client, to: upstream, pending: prefix)
@@ -330,7 +534,7 @@ final class ProxyConnection {
         for pump in pumps {
             pump.onProgress = { [unowned self] in lastActivity = now() }
             pump.onFinish = { [unowned self] in
-                if pumps.allSatisfy(\.finished) || (closeWithUpstream && pump === down) {
+                if pumps.allSatisfy(\.finished) {
                     finish()
                 } else {
                     armRelayTimer(halfClosed: true)
@@ -419,8 +623,13 @@ final class ProxyConnection {
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
     private func finish() {
         guard state != .closed else { return }
-        record.bytesUp = pumps.first?.bytes ?? 0
-        record.bytesDown = pumps.last?.bytes ?? 0
+        if let current = exchange {
+            record.bytesUp = current.bytesUp
+            record.bytesDown = current.bytesDown
+        } else {
+            record.bytesUp = pumps.first?.bytes ?? 0
+            record.bytesDown = pumps.last?.bytes ?? 0
+        }
         log()
         close()
     }

@@ -265,4 +265,36 @@ import Testing
         let daemon = try Daemon(["--config", example])
         _ = try daemon.stop(expected: 0)
     }
+
+    /// Several requests on one client connection, bodies of both framings, and a pipelined pair.
+    @Test func forwardedRequestsKeepTheClientConnection() throws {
+        let origin = try Origin()
+        let daemon = try Daemon([])
+        let base = "http://127.0.0.1:\(origin.httpPort)"
+        // curl reuses one connection for URLs given together; -w shows how many it opened.
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-w", "[%{num_connects}]",
+                                       "\(base)/small", "\(base)/small", "\(base)/small"])
+        let small = String(repeating: "a", count: 100)
+        #expect(run.stdout == "\(small)[1]\(small)[0]\(small)[0]", "one connection for three requests")
+
+        let client = try RawClient(port: daemon.port)
+        // A short marker ends the body: searching the reply for the whole body would be quadratic.
+        let body = String(repeating: "b", count: 69_999) + "Z"
+        client.send("POST \(base)/echo HTTP/1.1\r\nHost: x\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let first = client.read(until: "Z")
+        #expect(first.hasPrefix("HTTP/1.1 200 "))
+        #expect(first.contains("Via: 1.1 atsgate\r\n") || first.contains("Via: 1.0 atsgate\r\n"))
+        #expect(first.hasSuffix(body))
+        // Chunked upload, pipelined with a GET behind it in the same write.
+        client.send("POST \(base)/echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\n\r\n"
+                    + "GET \(base)/small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let rest = client.readAll()
+        #expect(rest.contains("\r\n\r\nhello world"), "chunked body arrives: \(rest.prefix(300))")
+        #expect(rest.hasSuffix(String(repeating: "a", count: 100)), "the pipelined GET is answered after it")
+        #expect(rest.contains("Connection: close\r\n"))
+        let (_, records) = try daemon.stop(expected: 6)
+        #expect(records.count == 6)
+        #expect(records.allSatisfy { $0["action"] as? String == "allow" && $0["status"] as? Int == 200 })
+    }
 }

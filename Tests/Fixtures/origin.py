@@ -35,8 +35,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(b"not found\n", 404)
 
     def do_POST(self):
-        length = int(self.headers.get("Content-Length", "0"))
-        self.reply(self.rfile.read(length))
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.reply(body)
 
 
 def eof_echo(server):

@@ -1,0 +1,78 @@
+/// An origin's response head, read to rewrite it for the client and to know whether the client
+/// connection can stay open after the body.
+struct ResponseHead {
+    var minorVersion: Int
+    var status: Int
+    var reason: String
+    var fields: [(name: String, value: String)]
+    var length: Int
+
+    static let maximumLength = 64 * 1024
+
+    struct Malformed: Error {
+        var problem: String
+    }
+
+    /// The head at the start of `bytes`, or nil when incomplete.
+    static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> ResponseHead? {
+        guard let end = find(bytes) else {
+            if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
+            return nil
+        }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[..<(end - 4)]), as: UTF8.self)
+        var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
+        let statusLine = lines.removeFirst()
+        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0",
+              parts[1].count == 3, let status = Int(parts[1]) else {
+            throw Malformed(problem: "malformed status line")
+        }
+        var fields: [(String, String)] = []
+        for line in lines {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex,
+                  !line.first!.isWhitespace else { throw Malformed(problem: "malformed header line") }
+            fields.append((String(line[..<colon]), trimmingOWS(line[line.index(after: colon)...])))
+        }
+        return ResponseHead(minorVersion: parts[0] == "HTTP/1.1" ? 1 : 0, status: status,
+                            reason: parts.count > 2 ? String(parts[2]) : "", fields: fields, length: end)
+    }
+
+    private static func find(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 0...(bytes.count - 4)
+        where bytes[index] == 0x0D && bytes[index + 1] == 0x0A && bytes[index + 2] == 0x0D && bytes[index + 3] == 0x0A {
+            return index + 4
+        }
+        return nil
+    }
+
+    func tokens(_ name: String) -> [String] {
+        fields.filter { $0.name.lowercased() == name }
+            .flatMap { $0.value.split(separator: ",") }
+            .map { trimmingOWS($0).lowercased() }
+    }
+
+    /// The body's end is known from the head (so the client connection can be reused after it).
+    func isFramed(requestMethod: String) -> Bool {
+        if requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status) { return true }
+        if tokens("transfer-encoding").last == "chunked" { return true }
+        return fields.contains { $0.name.lowercased() == "content-length" }
+    }
+
+    /// The head for the client: hop-by-hop fields removed, Via added, Connection set.
+    func rewritten(keepAlive: Bool, clientMinorVersion: Int) -> [UInt8] {
+        let connectionTokens = Set(tokens("connection"))
+        let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
+                                     "proxy-authenticate"]
+        var text = "HTTP/1.1 \(status) \(reason)\r\n"
+        for (name, value) in fields {
+            let lower = name.lowercased()
+            if hopByHop.contains(lower) || connectionTokens.contains(lower) { continue }
+            text += "\(name): \(value)\r\n"
+        }
+        text += "Via: 1.\(minorVersion) \(ProxyContext.viaToken)\r\n"
+        if !keepAlive { text += "Connection: close\r\n" } else if clientMinorVersion == 0 { text += "Connection: keep-alive\r\n" }
+        text += "\r\n"
+        return Array(text.utf8)
+    }
+}
