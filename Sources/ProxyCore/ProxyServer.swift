@@ -74,6 +74,9 @@ public final class ProxyServer: @unchecked Sendable {
     public var boundAddresses: [SocketAddress] { listeners.map(\.address) }
 
     public func start() {
+        // splice(2) into a socket whose peer has gone raises SIGPIPE (MSG_NOSIGNAL only covers send);
+        // the relay handles EPIPE itself.
+        signal(SIGPIPE, SIG_IGN)
         for listener in listeners {
             listener.source.setEventHandler { [self] in accept(on: listener.fd) }
             listener.source.resume()
