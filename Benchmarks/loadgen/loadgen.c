@@ -1,0 +1,612 @@
+// loadgen: the load generator behind scripts/benchmark. Loopback benchmarking of HTTP CONNECT proxies.
+// Build: gcc -O2 -pthread -o loadgen loadgen.c
+//
+//   loadgen tunnels --proxy H:P --target H:P [--direct] [--threads 8] [--duration 10] [--path /small]
+//       Each thread, until the time is up: connect to the proxy, CONNECT target, read the 200 head,
+//       GET path with Connection: close, read to EOF, close. Counts completed tunnels per second and
+//       the latency of each (connect .. EOF) for p50/p90/p99. --direct skips the CONNECT step (then
+//       --proxy is the origin itself).
+//   loadgen bulk --proxy H:P --target H:P [--direct] [--streams 1] [--duration 10] [--path /big]
+//       Each stream, until the time is up: CONNECT, GET path, read to EOF with 256 KiB reads, repeat.
+//       Reports MB/s (10^6 bytes) over all streams.
+//   loadgen idle --proxy H:P --target H:P [--count 1500] [--threads 4] [--hold 600]
+//       Opens COUNT CONNECT tunnels and holds them. Prints a line starting with "ready" once all
+//       attempts are done, then waits for SIGUSR1, SIGTERM, SIGINT, a line or EOF on stdin when
+//       --stdin is given, or --hold seconds, checks how many tunnels the proxy dropped meanwhile,
+//       closes them and prints the final line. After 3 failures in a row (a proxy at its limit) or
+//       120 s it stops opening and reports the rest as skipped=.
+//
+// Output: one line of key=value pairs on stdout per result (parsed by scripts/benchmark); the first
+// few failures of each kind are described on stderr. Every failure is counted: err_connect (connect()
+// to the proxy failed), err_proxy (CONNECT answered with something else than 2xx, or the proxy closed
+// before answering), err_http (the GET was answered with something else than 200), err_short (EOF
+// before Content-Length bytes of body), err_io (other read/write errors), err_timeout (10 s without
+// progress). errors= is their sum. The exit status is 0 when the run completed, whatever the errors,
+// and 2 on a usage error.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { E_CONNECT, E_PROXY, E_HTTP, E_SHORT, E_IO, E_TIMEOUT, E_COUNT };
+static const char *err_names[E_COUNT] = {"err_connect", "err_proxy", "err_http", "err_short", "err_io", "err_timeout"};
+static atomic_long err_reported[E_COUNT];
+#define MAX_REPORTED_PER_KIND 3
+static int io_timeout_s = 10; // seconds without progress before a read/write/connect counts as timed out
+
+static struct sockaddr_in proxy_addr;
+static char target[256] = "127.0.0.1:18080";
+static const char *path = NULL;
+static int direct = 0;
+static double duration = 10.0;
+static int threads = 0;
+static long count = 1500;
+static double hold = 600.0;
+static int use_stdin = 0;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void report(int kind, const char *fmt, ...) {
+    if (atomic_fetch_add(&err_reported[kind], 1) >= MAX_REPORTED_PER_KIND) return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "loadgen: %s: %s\n", err_names[kind], line);
+}
+
+static int classify_errno(int e) { return (e == EAGAIN || e == EWOULDBLOCK) ? E_TIMEOUT : E_IO; }
+
+// Connects to the proxy (or the origin in direct mode). Returns the fd or -1 (error counted by caller).
+static int open_conn(int *kind) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *kind = E_CONNECT;
+        report(E_CONNECT, "socket: %s", strerror(errno));
+        return -1;
+    }
+    struct timeval tv = {io_timeout_s, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&proxy_addr, sizeof proxy_addr) != 0) {
+        *kind = (errno == EINPROGRESS || errno == ETIMEDOUT) ? E_TIMEOUT : E_CONNECT;
+        report(*kind, "connect: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n, int *kind) {
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            *kind = classify_errno(errno);
+            report(*kind, "write: %s", strerror(errno));
+            return -1;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+// Incremental parse of an HTTP response: status, Content-Length, body bytes.
+typedef struct {
+    char head[8192];
+    size_t head_len;
+    int head_done;
+    int status;
+    long long content_length; // -1 when absent
+    long long body;
+} resp_t;
+
+static void resp_init(resp_t *r) {
+    r->head_len = 0;
+    r->head_done = 0;
+    r->status = 0;
+    r->content_length = -1;
+    r->body = 0;
+}
+
+static void resp_parse_head(resp_t *r, size_t end) {
+    r->head[end] = 0;
+    if (strncmp(r->head, "HTTP/1.", 7) == 0 && r->head_len >= 12) r->status = atoi(r->head + 9);
+    for (char *line = strstr(r->head, "\r\n"); line && line < r->head + end; line = strstr(line + 2, "\r\n")) {
+        if (strncasecmp(line + 2, "Content-Length:", 15) == 0) r->content_length = atoll(line + 17);
+    }
+}
+
+// Feeds n bytes. Returns the number of bytes consumed into the head or body (always n) and sets
+// *extra to the count of bytes after the head when stop_at_head is set (they belong to what follows).
+static size_t resp_feed(resp_t *r, const char *p, size_t n, int stop_at_head, size_t *extra) {
+    *extra = 0;
+    if (r->head_done) {
+        r->body += (long long)n;
+        return n;
+    }
+    size_t room = sizeof r->head - 1 - r->head_len;
+    size_t take = n < room ? n : room;
+    size_t old = r->head_len;
+    memcpy(r->head + old, p, take);
+    r->head_len += take;
+    r->head[r->head_len] = 0;
+    size_t from = old >= 3 ? old - 3 : 0;
+    char *end = memmem(r->head + from, r->head_len - from, "\r\n\r\n", 4);
+    if (!end) {
+        if (take < n) r->head_done = -1; // head too large: treated as a protocol error by callers
+        return n;
+    }
+    size_t head_end = (size_t)(end - r->head) + 4;
+    size_t after = r->head_len - head_end + (n - take);
+    resp_parse_head(r, head_end);
+    r->head_done = 1;
+    r->head_len = head_end;
+    if (stop_at_head) *extra = after;
+    else r->body += (long long)after;
+    return n;
+}
+
+// Reads the CONNECT answer head. Bytes read past it are copied to spill (size *spill_len).
+static int read_connect_head(int fd, char *spill, size_t *spill_len, int *kind) {
+    resp_t r;
+    resp_init(&r);
+    char buf[4096];
+    if (spill_len) *spill_len = 0;
+    while (r.head_done == 0) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            *kind = classify_errno(errno);
+            report(*kind, "reading CONNECT answer: %s", strerror(errno));
+            return -1;
+        }
+        if (n == 0) {
+            *kind = E_PROXY;
+            report(E_PROXY, "proxy closed the connection before answering CONNECT");
+            return -1;
+        }
+        size_t extra;
+        resp_feed(&r, buf, (size_t)n, 1, &extra);
+        if (r.head_done == 1 && extra > 0) {
+            if (!spill) {
+                *kind = E_PROXY;
+                report(E_PROXY, "%zu unexpected bytes after the CONNECT answer", extra);
+                return -1;
+            }
+            memcpy(spill, buf + n - extra, extra);
+            *spill_len = extra;
+        }
+    }
+    if (r.head_done < 0 || r.status < 200 || r.status > 299) {
+        *kind = E_PROXY;
+        char *eol = strstr(r.head, "\r\n");
+        if (eol) *eol = 0;
+        report(E_PROXY, "CONNECT answered: %.120s", r.head);
+        return -1;
+    }
+    return 0;
+}
+
+static int send_connect(int fd, int *kind) {
+    char req[600];
+    int n = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target);
+    return write_all(fd, req, (size_t)n, kind);
+}
+
+static int send_get(int fd, int *kind) {
+    char host[256];
+    snprintf(host, sizeof host, "%s", target);
+    char *colon = strrchr(host, ':');
+    if (colon) *colon = 0;
+    char req[600];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
+    return write_all(fd, req, (size_t)n, kind);
+}
+
+// Reads the GET response to EOF (or until deadline > 0 passes). Returns 0 when complete, 1 when cut by
+// the deadline, -1 on error. *bytes gets every byte read (head and body).
+static int read_response(int fd, char *buf, size_t bufsize, const char *spill, size_t spill_len, double deadline,
+                         long long *bytes, int *kind) {
+    resp_t r;
+    resp_init(&r);
+    size_t extra;
+    *bytes = (long long)spill_len;
+    if (spill_len) resp_feed(&r, spill, spill_len, 0, &extra);
+    for (;;) {
+        ssize_t n = recv(fd, buf, bufsize, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            *kind = classify_errno(errno);
+            report(*kind, "reading response: %s", strerror(errno));
+            return -1;
+        }
+        if (n == 0) break;
+        *bytes += n;
+        resp_feed(&r, buf, (size_t)n, 0, &extra);
+        if (deadline > 0 && now_s() >= deadline) return 1;
+    }
+    if (r.head_done != 1) {
+        *kind = E_HTTP;
+        report(E_HTTP, "connection closed without a complete response head (%zu bytes)", r.head_len);
+        return -1;
+    }
+    if (r.status != 200) {
+        *kind = E_HTTP;
+        char *eol = strstr(r.head, "\r\n");
+        if (eol) *eol = 0;
+        report(E_HTTP, "GET answered: %.120s", r.head);
+        return -1;
+    }
+    if (r.content_length >= 0 && r.body != r.content_length) {
+        *kind = E_SHORT;
+        report(E_SHORT, "body of %lld bytes, Content-Length %lld", r.body, r.content_length);
+        return -1;
+    }
+    return 0;
+}
+
+// ---- tunnels ----
+
+typedef struct {
+    pthread_t tid;
+    pthread_barrier_t *barrier;
+    double *start;
+    uint32_t *lat_us;
+    size_t lat_len, lat_cap;
+    long long bytes;
+    long completed;
+    long errors[E_COUNT];
+    double end;
+} worker_t;
+
+static void lat_push(worker_t *w, double seconds) {
+    if (w->lat_len == w->lat_cap) {
+        w->lat_cap = w->lat_cap ? w->lat_cap * 2 : 65536;
+        w->lat_us = realloc(w->lat_us, w->lat_cap * sizeof *w->lat_us);
+        if (!w->lat_us) {
+            perror("loadgen: realloc");
+            exit(1);
+        }
+    }
+    double us = seconds * 1e6;
+    w->lat_us[w->lat_len++] = us > 4e9 ? 4000000000u : (uint32_t)us;
+}
+
+// One tunnel (or one direct request). stream: bulk mode with deadline cut-off.
+static int one_exchange(worker_t *w, char *buf, size_t bufsize, double deadline_cut) {
+    int kind = E_IO;
+    int fd = open_conn(&kind);
+    if (fd < 0) {
+        w->errors[kind]++;
+        return -1;
+    }
+    char spill[4096];
+    size_t spill_len = 0;
+    if (!direct) {
+        if (send_connect(fd, &kind) != 0 || read_connect_head(fd, spill, &spill_len, &kind) != 0) {
+            close(fd);
+            w->errors[kind]++;
+            return -1;
+        }
+    }
+    long long bytes = 0;
+    int rc = send_get(fd, &kind);
+    if (rc == 0) rc = read_response(fd, buf, bufsize, spill, spill_len, deadline_cut, &bytes, &kind);
+    close(fd);
+    w->bytes += bytes;
+    if (rc < 0) {
+        w->errors[kind]++;
+        return -1;
+    }
+    return rc;
+}
+
+static double deadline_global;
+
+static void *tunnels_worker(void *arg) {
+    worker_t *w = arg;
+    char buf[4096];
+    pthread_barrier_wait(w->barrier);
+    for (;;) {
+        double t0 = now_s();
+        if (t0 >= deadline_global) break;
+        if (one_exchange(w, buf, sizeof buf, 0) == 0) {
+            w->completed++;
+            lat_push(w, now_s() - t0);
+        } else {
+            usleep(1000); // do not spin on a refusing proxy
+        }
+    }
+    w->end = now_s();
+    return NULL;
+}
+
+static void *bulk_worker(void *arg) {
+    worker_t *w = arg;
+    size_t bufsize = 256 * 1024;
+    char *buf = malloc(bufsize);
+    pthread_barrier_wait(w->barrier);
+    while (now_s() < deadline_global) {
+        int rc = one_exchange(w, buf, bufsize, deadline_global);
+        if (rc == 0) w->completed++;
+        else if (rc < 0) usleep(1000);
+    }
+    w->end = now_s();
+    free(buf);
+    return NULL;
+}
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct_ms(uint32_t *v, size_t n, double p) {
+    if (n == 0) return -1;
+    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
+    return v[i] / 1000.0;
+}
+
+static int run_load(int bulk) {
+    int n = threads;
+    worker_t *ws = calloc((size_t)n, sizeof *ws);
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        ws[i].barrier = &barrier;
+        if (pthread_create(&ws[i].tid, NULL, bulk ? bulk_worker : tunnels_worker, &ws[i]) != 0) {
+            perror("loadgen: pthread_create");
+            return 1;
+        }
+    }
+    double start = now_s();
+    deadline_global = start + duration;
+    pthread_barrier_wait(&barrier);
+    long completed = 0, errors[E_COUNT] = {0}, total_err = 0;
+    long long bytes = 0;
+    size_t lat_n = 0;
+    double end = start;
+    for (int i = 0; i < n; i++) {
+        pthread_join(ws[i].tid, NULL);
+        completed += ws[i].completed;
+        bytes += ws[i].bytes;
+        lat_n += ws[i].lat_len;
+        if (ws[i].end > end) end = ws[i].end;
+        for (int k = 0; k < E_COUNT; k++) errors[k] += ws[i].errors[k];
+    }
+    for (int k = 0; k < E_COUNT; k++) total_err += errors[k];
+    double elapsed = end - start;
+    if (bulk) {
+        printf("mode=bulk streams=%d duration_s=%.2f completed_streams=%ld bytes=%lld mbps=%.1f errors=%ld", n, elapsed,
+               completed, bytes, bytes / elapsed / 1e6, total_err);
+    } else {
+        uint32_t *all = malloc((lat_n ? lat_n : 1) * sizeof *all);
+        size_t off = 0;
+        for (int i = 0; i < n; i++) {
+            memcpy(all + off, ws[i].lat_us, ws[i].lat_len * sizeof *all);
+            off += ws[i].lat_len;
+            free(ws[i].lat_us);
+        }
+        qsort(all, lat_n, sizeof *all, cmp_u32);
+        printf("mode=tunnels threads=%d duration_s=%.2f completed=%ld rate=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f "
+               "max_ms=%.3f errors=%ld",
+               n, elapsed, completed, completed / elapsed, pct_ms(all, lat_n, 0.50), pct_ms(all, lat_n, 0.90),
+               pct_ms(all, lat_n, 0.99), lat_n ? all[lat_n - 1] / 1000.0 : -1.0, total_err);
+        free(all);
+    }
+    for (int k = 0; k < E_COUNT; k++) printf(" %s=%ld", err_names[k], errors[k]);
+    printf("\n");
+    fflush(stdout);
+    free(ws);
+    return 0;
+}
+
+// ---- idle ----
+
+typedef struct {
+    pthread_t tid;
+    int *fds;
+    long from, to;
+    long ok, skipped;
+    long errors[E_COUNT];
+} opener_t;
+
+// A proxy at its limit (descriptors, clients) tends to leave new connections unanswered: after a few
+// failures in a row, or 120 s, the openers stop and count the rest as skipped instead of waiting
+// io_timeout_s (5 s in this mode) for each.
+#define IDLE_GIVE_UP_AFTER 3
+#define IDLE_OPEN_LIMIT_S 120.0
+static atomic_int idle_give_up;
+static double idle_open_deadline;
+
+static void *idle_opener(void *arg) {
+    opener_t *o = arg;
+    int failures_in_a_row = 0;
+    for (long i = o->from; i < o->to; i++) {
+        o->fds[i] = -1;
+        if (atomic_load(&idle_give_up) || now_s() > idle_open_deadline) {
+            atomic_store(&idle_give_up, 1);
+            o->skipped += o->to - i;
+            break;
+        }
+        int kind = E_IO;
+        int fd = open_conn(&kind);
+        if (fd >= 0 && (send_connect(fd, &kind) != 0 || read_connect_head(fd, NULL, NULL, &kind) != 0)) {
+            close(fd);
+            fd = -1;
+        }
+        if (fd < 0) {
+            o->errors[kind]++;
+            if (++failures_in_a_row >= IDLE_GIVE_UP_AFTER) atomic_store(&idle_give_up, 1);
+            continue;
+        }
+        failures_in_a_row = 0;
+        o->fds[i] = fd;
+        o->ok++;
+    }
+    return NULL;
+}
+
+static volatile sig_atomic_t stdin_done;
+static void *stdin_waiter(void *arg) {
+    (void)arg;
+    char buf[256];
+    (void)!read(0, buf, sizeof buf); // a line or EOF
+    stdin_done = 1;
+    kill(getpid(), SIGUSR1);
+    return NULL;
+}
+
+static int run_idle(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); // inherited by the threads; sigtimedwait below
+    int *fds = malloc((size_t)(count > 0 ? count : 1) * sizeof *fds);
+    for (long i = 0; i < count; i++) fds[i] = -1;
+    int n = threads;
+    if (n > count) n = (int)(count > 0 ? count : 1);
+    opener_t *os = calloc((size_t)n, sizeof *os);
+    double t0 = now_s();
+    idle_open_deadline = t0 + IDLE_OPEN_LIMIT_S;
+    for (int i = 0; i < n; i++) {
+        os[i].fds = fds;
+        os[i].from = count * i / n;
+        os[i].to = count * (i + 1) / n;
+        pthread_create(&os[i].tid, NULL, idle_opener, &os[i]);
+    }
+    long ok = 0, skipped = 0, errors[E_COUNT] = {0}, total_err = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_join(os[i].tid, NULL);
+        ok += os[i].ok;
+        skipped += os[i].skipped;
+        for (int k = 0; k < E_COUNT; k++) errors[k] += os[i].errors[k];
+    }
+    for (int k = 0; k < E_COUNT; k++) total_err += errors[k];
+    printf("ready count=%ld established=%ld skipped=%ld open_s=%.2f errors=%ld", count, ok, skipped, now_s() - t0,
+           total_err);
+    for (int k = 0; k < E_COUNT; k++) printf(" %s=%ld", err_names[k], errors[k]);
+    printf("\n");
+    fflush(stdout);
+
+    if (use_stdin) {
+        pthread_t tid;
+        pthread_create(&tid, NULL, stdin_waiter, NULL);
+        pthread_detach(tid);
+    }
+    struct timespec ts = {(time_t)hold, (long)((hold - (double)(time_t)hold) * 1e9)};
+    int sig = sigtimedwait(&set, NULL, &ts);
+    const char *why = sig < 0 ? "hold-timeout" : stdin_done ? "stdin" : "signal";
+
+    // A tunnel the proxy closed meanwhile is readable (EOF) now.
+    long dropped = 0;
+    struct pollfd *pfds = calloc((size_t)count, sizeof *pfds);
+    long m = 0;
+    for (long i = 0; i < count; i++)
+        if (fds[i] >= 0) pfds[m++] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    if (m > 0 && poll(pfds, (nfds_t)m, 0) > 0)
+        for (long i = 0; i < m; i++)
+            if (pfds[i].revents) dropped++;
+    for (long i = 0; i < count; i++)
+        if (fds[i] >= 0) close(fds[i]);
+    printf("done established=%ld dropped_while_held=%ld woke_by=%s\n", ok, dropped, why);
+    fflush(stdout);
+    return 0;
+}
+
+// ---- main ----
+
+static void usage(void) {
+    fprintf(stderr,
+            "usage: loadgen tunnels|bulk|idle --proxy HOST:PORT [--target HOST:PORT] [--direct] [--threads N]\n"
+            "               [--streams N] [--duration SECONDS] [--path PATH] [--count K] [--hold SECONDS] [--stdin]\n");
+    exit(2);
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *a) {
+    char host[256];
+    snprintf(host, sizeof host, "%s", s);
+    char *colon = strrchr(host, ':');
+    if (!colon) return -1;
+    *colon = 0;
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)atoi(colon + 1));
+    return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) usage();
+    const char *mode = argv[1];
+    const char *proxy = NULL;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--direct")) direct = 1;
+        else if (!strcmp(a, "--stdin")) use_stdin = 1;
+        else if (!v) usage();
+        else if (!strcmp(a, "--proxy")) proxy = v, i++;
+        else if (!strcmp(a, "--target")) snprintf(target, sizeof target, "%s", v), i++;
+        else if (!strcmp(a, "--path")) path = v, i++;
+        else if (!strcmp(a, "--threads") || !strcmp(a, "--streams")) threads = atoi(v), i++;
+        else if (!strcmp(a, "--duration")) duration = atof(v), i++;
+        else if (!strcmp(a, "--count")) count = atol(v), i++;
+        else if (!strcmp(a, "--hold")) hold = atof(v), i++;
+        else usage();
+    }
+    if (!proxy || parse_addr(proxy, &proxy_addr) != 0) {
+        fprintf(stderr, "loadgen: --proxy must be IPV4:PORT\n");
+        usage();
+    }
+    int is_tunnels = !strcmp(mode, "tunnels"), is_bulk = !strcmp(mode, "bulk"), is_idle = !strcmp(mode, "idle");
+    if (!is_tunnels && !is_bulk && !is_idle) usage();
+    if (is_idle) io_timeout_s = 5;
+    if (is_idle && direct) {
+        fprintf(stderr, "loadgen: idle has no direct mode\n");
+        return 2;
+    }
+    if (threads <= 0) threads = is_tunnels ? 8 : is_bulk ? 1 : 4;
+    if (!path) path = is_bulk ? "/big" : "/small";
+    if (duration <= 0 || count < 0) usage();
+    signal(SIGPIPE, SIG_IGN);
+
+    // File descriptors: raise the soft limit to the hard one; say so when it cannot fit the run.
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+        long need = (is_idle ? count : threads) + 32;
+        if ((rlim_t)need > rl.rlim_cur)
+            fprintf(stderr, "loadgen: warning: RLIMIT_NOFILE is %llu, this run needs about %ld descriptors\n",
+                    (unsigned long long)rl.rlim_cur, need);
+    }
+    return is_idle ? run_idle() : run_load(is_bulk);
+}
