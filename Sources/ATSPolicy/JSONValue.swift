@@ -81,6 +81,12 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
 
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Most strings need no escaping: append them whole (the per-scalar path dominated log cost).
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
