@@ -25,14 +25,15 @@ final class ProxyConnection {
     private var afterAnswer: (() -> Void)?
     private var upstream: Channel?
     private var pumps: [Pump] = []
-    private var timer: DispatchSourceTimer?
+    private let clock: LoopClock
     private var lastActivity = 0.0
     private var record: LogRecord
     private var started = now()
 
-    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, queue: DispatchQueue) {
+    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, queue: DispatchQueue, clock: LoopClock) {
         self.context = context
         self.queue = queue
+        self.clock = clock
         self.clientAddress = clientAddress
         client = Channel(fd: fd, queue: queue)
         record = LogRecord(time: started, client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
@@ -464,7 +465,10 @@ final class ProxyConnection {
 
     private func openUpstream(_ destination: Destination, then connected: @escaping () -> Void) {
         state = .connecting
-        client.wantRead(false)
+        // The client normally sends nothing until it has an answer, so its read source stays armed
+        // (each suspend/resume is a round trip through libdispatch's manager thread); only if bytes
+        // do arrive early is it suspended, and the answer's continuation resumes it.
+        client.onReadable { [client] in client.wantRead(false) }
         arm(after: context.configuration.connectTimeout) { [self] in
             upstream?.close()
             upstream = nil
@@ -502,8 +506,7 @@ final class ProxyConnection {
         }
         let channel = Channel(fd: fd, queue: queue)
         upstream = channel
-        channel.onWritable { [self] in
-            channel.wantWrite(false)
+        let completed: () -> Void = { [self] in
             let code = Socket.connectResult(fd)
             if code != 0 {
                 channel.close()
@@ -514,6 +517,13 @@ final class ProxyConnection {
             disarm()
             record.upstreamIP = address.ip.description
             connected()
+        }
+        // On loopback and fast LANs the handshake is usually done by the time connect(2) returns:
+        // check once before paying for a write source.
+        if Socket.isWritable(fd) { return completed() }
+        channel.onWritable { [channel] in
+            channel.wantWrite(false)
+            completed()
         }
         channel.wantWrite(true)
     }
@@ -577,7 +587,7 @@ final class ProxyConnection {
                         then next: (() -> Void)? = nil) {
         state = .answering
         disarm()
-        client.wantRead(false)
+        if status != 200 { client.wantRead(false) }
         if status != 200 || body != nil {
             let text = body ?? (message.map { $0 + "\n" } ?? "")
             outbound += ProxyResponse.render(status: status, headers: headers, body: text, keepAlive: keepAlive)
@@ -652,19 +662,11 @@ final class ProxyConnection {
     // MARK: timers
 
     private func arm(after seconds: Double, repeating: Bool = false, _ handler: @escaping () -> Void) {
-        disarm()
-        let source = DispatchSource.makeTimerSource(queue: queue)
-        let interval = DispatchTimeInterval.milliseconds(Int(seconds * 1000))
-        source.schedule(deadline: .now() + interval, repeating: repeating ? interval : .never)
-        source.setEventHandler(handler: handler)
-        source.resume()
-        timer = source
+        clock.schedule(self, after: seconds, repeating: repeating, handler)
     }
 
     private func disarm() {
-        timer?.setEventHandler(handler: nil)
-        timer?.cancel()
-        timer = nil
+        clock.cancel(self)
     }
 
     // MARK: helpers

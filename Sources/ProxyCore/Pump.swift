@@ -65,10 +65,13 @@ final class Pump {
             }
             if sourceEnded {
                 finished = true
+                Socket.shutdownWrite(to.fd)
+                // The owner may close both channels now; only if it does not (the other direction
+                // still flows) are this direction's sources suspended, each suspend being a round
+                // trip through libdispatch's manager thread.
+                onFinish()
                 from.wantRead(false)
                 to.wantWrite(false)
-                Socket.shutdownWrite(to.fd)
-                onFinish()
                 return
             }
             if pipe == nil {

@@ -46,6 +46,12 @@ enum Socket {
         return code
     }
 
+    /// Writable right now (a pending connect has finished, well or not), without waiting.
+    static func isWritable(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents != 0
+    }
+
     static func localAddress(_ fd: Int32) -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
