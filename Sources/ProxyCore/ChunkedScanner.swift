@@ -87,11 +87,13 @@ struct ChunkedScanner {
     }
 }
 
-/// How much of a request body is still to come.
-enum RequestBody {
+/// How much of a message body is still to come.
+enum MessageBody {
     case none
     case length(Int)
     case chunked(ChunkedScanner)
+    /// A response without framing: the body runs until the origin closes.
+    case untilClose
 
     init(_ head: RequestHead) {
         if head.chunked { self = .chunked(ChunkedScanner()) }
@@ -99,11 +101,26 @@ enum RequestBody {
         else { self = .none }
     }
 
+    /// A response's body framing (RFC 9112 section 6.3).
+    init(response head: ResponseHead, requestMethod: String) {
+        if requestMethod == "HEAD" || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
+            self = .none
+        } else if head.tokens("transfer-encoding").last == "chunked" {
+            self = .chunked(ChunkedScanner())
+        } else if let field = head.fields.first(where: { $0.name.lowercased() == "content-length" }),
+                  let length = Int(field.value), length >= 0 {
+            self = length == 0 ? .none : .length(length)
+        } else {
+            self = .untilClose
+        }
+    }
+
     var isComplete: Bool {
         switch self {
         case .none: true
         case .length(let remaining): remaining == 0
         case .chunked(let scanner): scanner.isDone
+        case .untilClose: false
         }
     }
 
@@ -120,6 +137,8 @@ enum RequestBody {
             let count = try scanner.scan(bytes)
             self = .chunked(scanner)
             return count
+        case .untilClose:
+            return bytes.count
         }
     }
 }

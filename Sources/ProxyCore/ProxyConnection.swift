@@ -26,14 +26,21 @@ final class ProxyConnection {
     private var upstream: Channel?
     private var pumps: [Pump] = []
     private let clock: LoopClock
+    private let pool: UpstreamPool
+    /// The origin address of `upstream`, and whether it came from the pool (a stale pooled
+    /// connection earns one retry on a fresh one).
+    private var upstreamAddress: SocketAddress?
+    private var upstreamFromPool = false
     private var lastActivity = 0.0
     private var record: LogRecord
     private var started = now()
 
-    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, queue: DispatchQueue, clock: LoopClock) {
+    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, queue: DispatchQueue, clock: LoopClock,
+         pool: UpstreamPool) {
         self.context = context
         self.queue = queue
         self.clock = clock
+        self.pool = pool
         self.clientAddress = clientAddress
         client = Channel(fd: fd, queue: queue)
         record = LogRecord(time: started, client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
@@ -224,7 +231,7 @@ final class ProxyConnection {
         default:
             break
         }
-        openUpstream(destination) { [self] in
+        openUpstream(destination, pooled: true) { [self] in
             startExchange(head, destination: destination)
         }
     }
@@ -234,12 +241,16 @@ final class ProxyConnection {
     /// A forwarded request in flight: the body going up, the response coming down.
     private struct Exchange {
         var request: RequestHead
-        var body: RequestBody
+        var destination: Destination
+        var body: MessageBody
         var toUpstream: [UInt8]
         var fromUpstream: [UInt8] = []
         var toClient: [UInt8] = []
         var response: ResponseHead?
+        var responseBody = MessageBody.none
         var keepClient = false
+        /// The origin connection can go back to the pool after this response.
+        var reusable = false
         var upstreamEnded = false
         var upstreamPaused = false
         var bytesUp = 0
@@ -252,7 +263,8 @@ final class ProxyConnection {
     private func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        exchange = Exchange(request: head, body: RequestBody(head), toUpstream: upstreamHead(head, destination: destination))
+        exchange = Exchange(request: head, destination: destination, body: MessageBody(head),
+                            toUpstream: upstreamHead(head, destination: destination))
         if !takeRequestBody(from: &inbound) { return }
         client.onReadable { [self] in exchangeReadClient() }
         client.onWritable { [self] in exchangeWriteClient() }
@@ -363,8 +375,11 @@ final class ProxyConnection {
                     current.fromUpstream.removeFirst(head.length)
                     continue
                 }
-                let framed = head.isFramed(requestMethod: current.request.method)
+                current.responseBody = MessageBody(response: head, requestMethod: current.request.method)
+                let framed: Bool
+                if case .untilClose = current.responseBody { framed = false } else { framed = true }
                 current.keepClient = current.request.keepAlive && framed && head.status != 101
+                current.reusable = framed && head.originKeepsConnection && head.status != 101
                 current.toClient += head.rewritten(keepAlive: current.keepClient,
                                                    clientMinorVersion: current.request.minorVersion)
                 current.fromUpstream.removeFirst(head.length)
@@ -372,11 +387,28 @@ final class ProxyConnection {
                 record.status = head.status
             }
         }
-        current.bytesDown += current.fromUpstream.count
-        current.toClient += current.fromUpstream
+        // The body's share goes down; anything after a complete body is a protocol error of the
+        // origin, which then does not go back to the pool.
+        let taken: Int
+        do {
+            taken = try current.fromUpstream.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in
+                try current.responseBody.take(buffer)
+            }
+        } catch {
+            exchange = current
+            return exchangeFailed("malformed chunked response from the origin")
+        }
+        if taken < current.fromUpstream.count { current.reusable = false }
+        current.bytesDown += taken
+        current.toClient += current.fromUpstream[..<taken]
         current.fromUpstream.removeAll(keepingCapacity: true)
+        if current.upstreamEnded, !current.responseBody.isComplete {
+            // Cut short, or a body that runs to EOF: the client cannot tell where it ends otherwise.
+            if case .untilClose = current.responseBody {} else { current.keepClient = false }
+            current.reusable = false
+        }
         exchange = current
-        if !current.toClient.isEmpty || current.upstreamEnded { exchangeWriteClient() }
+        if !current.toClient.isEmpty || current.upstreamEnded || current.responseBody.isComplete { exchangeWriteClient() }
     }
 
     private func exchangeWriteClient() {
@@ -392,7 +424,8 @@ final class ProxyConnection {
         }
         client.wantWrite(false)
         exchange = current
-        if !current.upstreamEnded {
+        let responseDone = current.response != nil && (current.responseBody.isComplete || current.upstreamEnded)
+        if !responseDone {
             // Read at once rather than only re-arming: if the origin closed while reads were paused,
             // its EPOLLHUP may have cost the read source its registration (see armRelayTimer), and
             // after the origin's FIN a read never blocks.
@@ -403,12 +436,16 @@ final class ProxyConnection {
             }
             return
         }
-        // The origin closed after its response (it was asked to): the exchange is over.
+        // The response is complete: the origin connection goes back to the pool or is closed.
         record.bytesUp = current.bytesUp
         record.bytesDown = current.bytesDown
         exchange = nil
         log()
-        upstream?.close()
+        if current.reusable, !current.upstreamEnded, current.body.isComplete, let upstream, let upstreamAddress {
+            pool.park(upstream, address: upstreamAddress)
+        } else {
+            upstream?.close()
+        }
         upstream = nil
         if current.keepClient, current.body.isComplete {
             record = LogRecord(time: now(), client: clientAddress, method: "-",
@@ -423,9 +460,17 @@ final class ProxyConnection {
     /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else cut.
     private func exchangeFailed(_ message: String) {
         let started = exchange?.response != nil
+        let failed = exchange
         exchange = nil
         upstream?.close()
         upstream = nil
+        // A pooled connection the origin had already closed: retry once on a fresh one, when the
+        // request can be sent again (no body, so nothing of it was consumed from the client).
+        if !started, upstreamFromPool, let failed, case .none = MessageBody(failed.request) {
+            return openUpstream(failed.destination) { [self] in
+                startExchange(failed.request, destination: failed.destination)
+            }
+        }
         if started {
             record.message = message
             return finish()
@@ -435,7 +480,7 @@ final class ProxyConnection {
     }
 
     /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
-    /// Via added, and one exchange per upstream connection.
+    /// Via added.
     private func upstreamHead(_ head: RequestHead, destination: Destination) -> [UInt8] {
         let connectionTokens = Set(head.tokens("connection"))
         let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
@@ -449,7 +494,8 @@ final class ProxyConnection {
             text += "\(name): \(value)\r\n"
         }
         if !hasHost { text += "Host: \(hostForURL(destination))\(portSuffix(destination.port, default: 80))\r\n" }
-        text += "Via: 1.\(head.minorVersion) \(ProxyContext.viaToken)\r\nConnection: close\r\n\r\n"
+        // No Connection field: HTTP/1.1 keeps the origin connection for the pool.
+        text += "Via: 1.\(head.minorVersion) \(ProxyContext.viaToken)\r\n\r\n"
         return Array(text.utf8)
     }
 
@@ -463,8 +509,10 @@ final class ProxyConnection {
 
     // MARK: upstream
 
-    private func openUpstream(_ destination: Destination, then connected: @escaping () -> Void) {
+    private func openUpstream(_ destination: Destination, pooled: Bool = false,
+                              then connected: @escaping () -> Void) {
         state = .connecting
+        upstreamFromPool = false
         // The client normally sends nothing until it has an answer, so its read source stays armed
         // (each suspend/resume is a round trip through libdispatch's manager thread); only if bytes
         // do arrive early is it suspended, and the answer's continuation resumes it.
@@ -483,8 +531,19 @@ final class ProxyConnection {
                 answer(status: 502, headers: [("X-ATS-Reason", "upstream-dns")], reason: "upstream-dns",
                        message: error.message, keepAlive: false, action: "error")
             case .success(let addresses):
-                connect(addresses.map { SocketAddress(ip: $0, port: destination.port) }[...], lastError: nil,
-                        then: connected)
+                let candidates = addresses.map { SocketAddress(ip: $0, port: destination.port) }
+                if pooled {
+                    for address in candidates {
+                        guard let channel = pool.take(address) else { continue }
+                        disarm()
+                        upstream = channel
+                        upstreamAddress = address
+                        upstreamFromPool = true
+                        record.upstreamIP = address.ip.description
+                        return connected()
+                    }
+                }
+                connect(candidates[...], lastError: nil, then: connected)
             }
         }
     }
@@ -515,6 +574,7 @@ final class ProxyConnection {
                                then: connected)
             }
             disarm()
+            upstreamAddress = address
             record.upstreamIP = address.ip.description
             connected()
         }

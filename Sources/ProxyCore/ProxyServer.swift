@@ -40,6 +40,7 @@ public final class ProxyServer: @unchecked Sendable {
     private let context: ProxyContext
     private let loops: [DispatchQueue]
     private let clocks: [LoopClock]
+    private let pools: [UpstreamPool]
     private let acceptQueue = DispatchQueue(label: "atsgate.accept")
     private var listeners: [(fd: Int32, source: DispatchSourceRead, address: SocketAddress)] = []
     private var paused = false
@@ -51,6 +52,7 @@ public final class ProxyServer: @unchecked Sendable {
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         loops = (0..<count).map { DispatchQueue(label: "atsgate.loop.\($0)") }
         clocks = loops.map { LoopClock(queue: $0) }
+        pools = loops.map { _ in UpstreamPool() }
         var bound: [(Int32, SocketAddress)] = []
         do {
             for address in configuration.listen {
@@ -118,12 +120,13 @@ public final class ProxyServer: @unchecked Sendable {
             context.counters.accepted.add(1, ordering: .relaxed)
             let queue = loops[next]
             let clock = clocks[next]
+            let pool = pools[next]
             next = (next + 1) % loops.count
             let allowed = context.configuration.allowClients.contains { $0.contains(client.ip) }
             let context = self.context
             queue.async {
                 let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, queue: queue,
-                                                 clock: clock)
+                                                 clock: clock, pool: pool)
                 if allowed { connection.start() } else { connection.refuseClient() }
             }
         }

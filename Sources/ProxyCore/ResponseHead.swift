@@ -52,11 +52,9 @@ struct ResponseHead {
             .map { trimmingOWS($0).lowercased() }
     }
 
-    /// The body's end is known from the head (so the client connection can be reused after it).
-    func isFramed(requestMethod: String) -> Bool {
-        if requestMethod == "HEAD" || status == 204 || status == 304 || (100..<200).contains(status) { return true }
-        if tokens("transfer-encoding").last == "chunked" { return true }
-        return fields.contains { $0.name.lowercased() == "content-length" }
+    /// The origin will keep the connection after this response (HTTP/1.1 and no Connection: close).
+    var originKeepsConnection: Bool {
+        minorVersion == 1 && !tokens("connection").contains("close")
     }
 
     /// The head for the client: hop-by-hop fields removed, Via added, Connection set.

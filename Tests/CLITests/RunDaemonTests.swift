@@ -297,4 +297,20 @@ import Testing
         #expect(records.count == 6)
         #expect(records.allSatisfy { $0["action"] as? String == "allow" && $0["status"] as? Int == 200 })
     }
+
+    /// Origin connections are pooled per event-loop queue (no locks); client connections are spread
+    /// over the queues round robin, so among three clients in turn two share a queue and must reach
+    /// the origin over the same connection.
+    @Test func originConnectionsArePooledAcrossClients() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--max-connections", "100"])
+        func originPort() throws -> String {
+            let run = try Subprocess.curl(["-x", daemon.proxy, "http://127.0.0.1:\(origin.httpPort)/headers"])
+            return String(try #require(run.stdout.firstMatch(of: /X-Origin-Saw-Port: (\d+)/)).1)
+        }
+        let ports = try (0..<3).map { _ in try originPort() }
+        #expect(Set(ports).count < 3, "some request should reuse a pooled origin connection: \(ports)")
+        let (_, records) = try daemon.stop(expected: 3)
+        #expect(records.count == 3)
+    }
 }

@@ -30,6 +30,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(b"a" * 100)
         elif self.path.startswith("/headers"):
             head = self.requestline + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
+            head += f"X-Origin-Saw-Port: {self.client_address[1]}\r\n"
             self.reply(head.encode())
         else:
             self.reply(b"not found\n", 404)
