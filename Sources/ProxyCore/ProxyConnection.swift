@@ -25,6 +25,7 @@ final class ProxyConnection {
     private var afterAnswer: (() -> Void)?
     private var upstream: Channel?
     private var pumps: [Pump] = []
+    private let loop: EventLoop
     private let clock: LoopClock
     private let pool: UpstreamPool
     /// The origin address of `upstream`, and whether it came from the pool (a stale pooled
@@ -35,14 +36,14 @@ final class ProxyConnection {
     private var record: LogRecord
     private var started = now()
 
-    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, queue: DispatchQueue, clock: LoopClock,
-         pool: UpstreamPool) {
+    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, loop: EventLoop) {
         self.context = context
-        self.queue = queue
-        self.clock = clock
-        self.pool = pool
+        self.loop = loop
+        self.queue = loop.queue
+        self.clock = loop.clock
+        self.pool = loop.pool
         self.clientAddress = clientAddress
-        client = Channel(fd: fd, queue: queue)
+        client = Channel(fd: fd, poller: loop.poller)
         record = LogRecord(time: started, client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
     }
 
@@ -273,7 +274,7 @@ final class ProxyConnection {
         client.wantRead(!exchange!.body.isComplete)
         upstream.wantRead(true)
         lastActivity = now()
-        armRelayTimer(halfClosed: false)
+        armIdleTimer()
         exchangeWriteUpstream()
     }
 
@@ -426,9 +427,7 @@ final class ProxyConnection {
         exchange = current
         let responseDone = current.response != nil && (current.responseBody.isComplete || current.upstreamEnded)
         if !responseDone {
-            // Read at once rather than only re-arming: if the origin closed while reads were paused,
-            // its EPOLLHUP may have cost the read source its registration (see armRelayTimer), and
-            // after the origin's FIN a read never blocks.
+            // Reads were paused for backpressure: resume them, and read at once what is waiting.
             if current.upstreamPaused {
                 exchange?.upstreamPaused = false
                 upstream?.wantRead(true)
@@ -513,9 +512,9 @@ final class ProxyConnection {
                               then connected: @escaping () -> Void) {
         state = .connecting
         upstreamFromPool = false
-        // The client normally sends nothing until it has an answer, so its read source stays armed
-        // (each suspend/resume is a round trip through libdispatch's manager thread); only if bytes
-        // do arrive early is it suspended, and the answer's continuation resumes it.
+        // The client normally sends nothing until it has an answer, so its read interest stays on
+        // (one epoll_ctl less each way); only if bytes do arrive early is it turned off, and the
+        // answer's continuation turns it back on.
         client.onReadable { [client] in client.wantRead(false) }
         arm(after: context.configuration.connectTimeout) { [self] in
             upstream?.close()
@@ -563,7 +562,7 @@ final class ProxyConnection {
         } catch {
             return connect(addresses.dropFirst(), lastError: error, then: connected)
         }
-        let channel = Channel(fd: fd, queue: queue)
+        let channel = Channel(fd: fd, poller: loop.poller)
         upstream = channel
         let completed: () -> Void = { [self] in
             let code = Socket.connectResult(fd)
@@ -604,34 +603,23 @@ final class ProxyConnection {
         for pump in pumps {
             pump.onProgress = { [unowned self] in lastActivity = now() }
             pump.onFinish = { [unowned self] in
-                if pumps.allSatisfy(\.finished) {
-                    finish()
-                } else {
-                    armRelayTimer(halfClosed: true)
-                }
+                if pumps.allSatisfy(\.finished) { finish() }
             }
             pump.onError = { [unowned self] _ in finish() }
         }
-        armRelayTimer(halfClosed: false)
-        // Down first: its read source on the upstream is armed before the up pump can half-close the
-        // upstream, so the peer's FIN finds an armed source (see armRelayTimer).
+        armIdleTimer()
         down.run()
         up.run()
     }
 
-    /// Idle timeout for the relay, and, once one direction is half-closed, a short tick that re-runs
-    /// the open direction. After our shutdown(SHUT_WR) the peer's FIN makes the socket report EPOLLHUP;
-    /// when that arrives while none of its sources is armed, libdispatch deletes the epoll registration
-    /// and a later resume of the read source fails (EPOLL_CTL_MOD = ENOENT), so the wakeup never comes.
-    /// A pump only does non-blocking work, so running it on a tick is harmless and bounds that stall.
-    private func armRelayTimer(halfClosed: Bool) {
+    /// Ends a relay or exchange that has moved no byte for the idle timeout.
+    private func armIdleTimer() {
         let idle = context.configuration.idleTimeout
-        arm(after: halfClosed ? 0.05 : max(0.05, idle / 2), repeating: true) { [self] in
+        arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
             if now() - lastActivity > idle {
                 record.message = record.message ?? "idle for \(Int(idle)) s"
-                return finish()
+                finish()
             }
-            if halfClosed { for pump in pumps where !pump.finished { pump.run() } }
         }
     }
 

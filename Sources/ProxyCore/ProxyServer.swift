@@ -38,9 +38,7 @@ final class ProxyContext: Sendable {
 /// small fixed set of serial queues (about one per core), round robin.
 public final class ProxyServer: @unchecked Sendable {
     private let context: ProxyContext
-    private let loops: [DispatchQueue]
-    private let clocks: [LoopClock]
-    private let pools: [UpstreamPool]
+    private let loops: [EventLoop]
     private let acceptQueue = DispatchQueue(label: "atsgate.accept")
     private var listeners: [(fd: Int32, source: DispatchSourceRead, address: SocketAddress)] = []
     private var paused = false
@@ -50,9 +48,7 @@ public final class ProxyServer: @unchecked Sendable {
     public init(configuration: ProxyConfiguration) throws(SystemError) {
         var configuration = configuration
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        loops = (0..<count).map { DispatchQueue(label: "atsgate.loop.\($0)") }
-        clocks = loops.map { LoopClock(queue: $0) }
-        pools = loops.map { _ in UpstreamPool() }
+        loops = (0..<count).map { EventLoop(label: "atsgate.loop.\($0)") }
         var bound: [(Int32, SocketAddress)] = []
         do {
             for address in configuration.listen {
@@ -118,15 +114,12 @@ public final class ProxyServer: @unchecked Sendable {
             Socket.setNoDelay(fd)
             context.counters.open.add(1, ordering: .relaxed)
             context.counters.accepted.add(1, ordering: .relaxed)
-            let queue = loops[next]
-            let clock = clocks[next]
-            let pool = pools[next]
+            let loop = loops[next]
             next = (next + 1) % loops.count
             let allowed = context.configuration.allowClients.contains { $0.contains(client.ip) }
             let context = self.context
-            queue.async {
-                let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, queue: queue,
-                                                 clock: clock, pool: pool)
+            loop.queue.async {
+                let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
                 if allowed { connection.start() } else { connection.refuseClient() }
             }
         }

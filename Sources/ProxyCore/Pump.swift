@@ -67,8 +67,7 @@ final class Pump {
                 finished = true
                 Socket.shutdownWrite(to.fd)
                 // The owner may close both channels now; only if it does not (the other direction
-                // still flows) are this direction's sources suspended, each suspend being a round
-                // trip through libdispatch's manager thread.
+                // still flows) is this direction's interest turned off.
                 onFinish()
                 from.wantRead(false)
                 to.wantWrite(false)

@@ -1,8 +1,10 @@
 #ifndef ATSGATE_SHIMS_H
 #define ATSGATE_SHIMS_H
-// GNU calls and macros Swift cannot import directly: splice(2), pipe2(2), accept4(2) need _GNU_SOURCE.
+// GNU calls and macros Swift cannot import directly: splice(2), pipe2(2), accept4(2) need _GNU_SOURCE,
+// and Glibc's Swift module does not export <sys/epoll.h>.
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/epoll.h>
 
 /// splice(2) with SPLICE_F_MOVE | SPLICE_F_NONBLOCK; returns bytes moved or -1 with errno set.
 ssize_t atsgate_splice(int fd_in, int fd_out, size_t length);

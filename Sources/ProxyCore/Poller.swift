@@ -1,0 +1,65 @@
+import Dispatch
+import CAtsgateShims
+import Glibc
+
+/// Readiness for one event-loop queue: its own epoll instance, watched by a single Dispatch read
+/// source, so the loop stays Dispatch's while every descriptor's interest is changed with one inline
+/// epoll_ctl(2) on the queue itself.
+///
+/// Why not a Dispatch source per descriptor, as before: each suspend, resume and cancel was a round
+/// trip through libdispatch's manager thread (about twenty per tunnel), and its epoll bookkeeping lost
+/// wakeups twice (a late EPOLL_CTL_DEL hitting a reused descriptor; EPOLLHUP on a disarmed descriptor
+/// deleting its registration) and once trapped ("Source finalized twice"). Here registration is
+/// level-triggered and synchronous: what is asked for is what epoll reports, and a descriptor is
+/// removed from the set before it is closed.
+final class Poller {
+    private let epoll: Int32
+    private let source: DispatchSourceRead
+    private var channels: [Int32: Channel] = [:]
+    private var events = [epoll_event](repeating: epoll_event(), count: 256)
+
+    init(queue: DispatchQueue) {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        precondition(epoll >= 0, "epoll_create1 failed: \(errno)")
+        source = DispatchSource.makeReadSource(fileDescriptor: epoll, queue: queue)
+        source.setEventHandler { [unowned self] in drain() }
+        source.resume()
+    }
+
+    /// Adds, changes or removes (`events == 0`) a descriptor's interest.
+    func update(_ channel: Channel, events wanted: UInt32, registered: Bool) -> Bool {
+        var event = epoll_event()
+        event.events = wanted
+        event.data.fd = channel.fd
+        let operation: Int32
+        if wanted == 0 {
+            guard registered else { return false }
+            operation = EPOLL_CTL_DEL
+            channels[channel.fd] = nil
+        } else {
+            operation = registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
+            channels[channel.fd] = channel
+        }
+        return epoll_ctl(epoll, operation, channel.fd, &event) == 0 && wanted != 0
+    }
+
+    /// Forgets a descriptor that is about to be closed.
+    func remove(_ channel: Channel, registered: Bool) {
+        if registered { epoll_ctl(epoll, EPOLL_CTL_DEL, channel.fd, nil) }
+        if channels[channel.fd] === channel { channels[channel.fd] = nil }
+    }
+
+    private func drain() {
+        let count = events.withUnsafeMutableBufferPointer { buffer in
+            epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), 0)
+        }
+        guard count > 0 else { return }
+        for index in 0..<Int(count) {
+            let event = events[index]
+            // A handler earlier in this batch may have closed this descriptor (and its number may
+            // even be reused): only channels still registered under it get the event.
+            guard let channel = channels[event.data.fd] else { continue }
+            channel.handle(event.events)
+        }
+    }
+}
