@@ -1,5 +1,6 @@
 import ATSPolicy
 import Dispatch
+import Foundation
 import Glibc
 
 /// The format of the decision log (INTERFACE.md).
@@ -89,12 +90,14 @@ struct LogRecord {
     }
 }
 
-/// Writes decision records to standard output, one per line, off the event loop.
+/// Writes decision records to standard output, one per line. Each loop queue buffers its lines and
+/// writes them in batches (at 16 KiB, on its clock tick, and on flush), so a record costs no thread
+/// hand-off; the writes themselves are serialised so lines never interleave.
 final class DecisionLog: @unchecked Sendable {
-    private let queue = DispatchQueue(label: "atsgate.log")
     private let format: LogFormat
     private let policy: String
     private let fd: Int32
+    private let writeLock = NSLock()
 
     init(format: LogFormat, policy: String, fd: Int32 = STDOUT_FILENO) {
         self.format = format
@@ -102,20 +105,30 @@ final class DecisionLog: @unchecked Sendable {
         self.fd = fd
     }
 
-    func write(_ record: LogRecord) {
-        let line = (format == .json ? record.json(policy: policy).compact : record.text(policy: policy)) + "\n"
-        queue.async { [fd] in
-            var bytes = Array(line.utf8)[...]
-            while !bytes.isEmpty {
-                let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-                if n < 0 { if errno == EINTR { continue } else { return } }
-                bytes = bytes.dropFirst(n)
-            }
-        }
+    /// Formats the record into `buffer` (the calling loop's), writing the buffer out when it is full.
+    func write(_ record: LogRecord, into buffer: inout [UInt8]) {
+        let line = format == .json ? record.json(policy: policy).compact : record.text(policy: policy)
+        buffer += line.utf8
+        buffer.append(0x0A)
+        if buffer.count >= 16 * 1024 { flush(&buffer) }
     }
 
-    /// Waits until every record written so far is out.
-    func flush() { queue.sync {} }
+    /// Writes out and empties `buffer`.
+    func flush(_ buffer: inout [UInt8]) {
+        guard !buffer.isEmpty else { return }
+        writeLock.lock()
+        defer { writeLock.unlock() }
+        var offset = 0
+        while offset < buffer.count {
+            let n = buffer[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                break // stdout is gone: records cannot be written anywhere
+            }
+            offset += n
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
 }
 
 func now() -> Double {

@@ -7,6 +7,11 @@ final class EventLoop {
     let poller: Poller
     let clock: LoopClock
     let pool = UpstreamPool()
+    /// Decision-log lines not yet written (see DecisionLog).
+    var logBuffer: [UInt8] = []
+    /// This loop's channels on the listening sockets, and whether accepting is paused.
+    var listeners: [Channel] = []
+    var acceptPaused = false
 
     init(label: String) {
         queue = DispatchQueue(label: label)

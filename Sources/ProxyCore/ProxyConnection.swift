@@ -264,8 +264,9 @@ final class ProxyConnection {
     private func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        exchange = Exchange(request: head, destination: destination, body: MessageBody(head),
-                            toUpstream: upstreamHead(head, destination: destination))
+        let rewritten = upstreamHead(head, destination: destination)
+        exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
+                            bytesUp: rewritten.count)
         if !takeRequestBody(from: &inbound) { return }
         client.onReadable { [self] in exchangeReadClient() }
         client.onWritable { [self] in exchangeWriteClient() }
@@ -674,7 +675,7 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         let accessRules: Set<String?> = [BlockReason.clientNotAllowed.rawValue, BlockReason.portNotAllowed.rawValue]
         record.enforced = context.configuration.mode == .enforce || accessRules.contains(record.reason)
-        context.log.write(record)
+        context.log.write(record, into: &loop.logBuffer)
         context.counters.decisions.add(1, ordering: .relaxed)
     }
 

@@ -34,15 +34,16 @@ final class ProxyContext: Sendable {
     }
 }
 
-/// The listening side of the proxy: accepts on each address and hands every connection to one of a
-/// small fixed set of serial queues (about one per core), round robin.
+/// The listening side of the proxy. Every loop queue (about one per core) watches every listening
+/// socket in its own poller and accepts for itself, so a new connection is handled where it was
+/// accepted, with no hand-off.
 public final class ProxyServer: @unchecked Sendable {
     private let context: ProxyContext
     private let loops: [EventLoop]
-    private let acceptQueue = DispatchQueue(label: "atsgate.accept")
-    private var listeners: [(fd: Int32, source: DispatchSourceRead, address: SocketAddress)] = []
-    private var paused = false
-    private var next = 0
+    private let listenFDs: [Int32]
+    private let addresses: [SocketAddress]
+    /// Set while any loop has paused accepting at the connection cap.
+    private let anyPaused = Atomic<Bool>(false)
 
     /// Binds every listen address; throws a one-line error (e.g. port in use) before anything runs.
     public init(configuration: ProxyConfiguration) throws(SystemError) {
@@ -61,35 +62,46 @@ public final class ProxyServer: @unchecked Sendable {
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
         configuration.listen = bound.map(\.1)
+        listenFDs = bound.map(\.0)
+        addresses = bound.map(\.1)
         let owner = WeakBox<ProxyServer>()
         context = ProxyContext(configuration: configuration) { owner.value?.connectionClosed() }
-        for (fd, address) in bound {
-            let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: acceptQueue)
-            listeners.append((fd, source, address))
-        }
         owner.value = self
     }
 
     /// The addresses actually bound (with real ports when 0 was asked for).
-    public var boundAddresses: [SocketAddress] { listeners.map(\.address) }
+    public var boundAddresses: [SocketAddress] { addresses }
 
     public func start() {
         // splice(2) into a socket whose peer has gone raises SIGPIPE (MSG_NOSIGNAL only covers send);
         // the relay handles EPIPE itself.
         signal(SIGPIPE, SIG_IGN)
-        for listener in listeners {
-            listener.source.setEventHandler { [self] in accept(on: listener.fd) }
-            listener.source.resume()
+        for loop in loops {
+            loop.queue.async { [self] in
+                for fd in listenFDs {
+                    let channel = Channel(fd: fd, poller: loop.poller)
+                    channel.onReadable { [unowned self] in accept(on: fd, loop: loop) }
+                    channel.wantRead(true)
+                    loop.listeners.append(channel)
+                }
+                // Log lines go out at least on every clock tick.
+                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [context] in
+                    context.log.flush(&loop.logBuffer)
+                }
+            }
         }
     }
 
-    /// Waits until the decision log has written every record so far.
-    public func flushLog() { context.log.flush() }
+    /// Writes out every loop's buffered decision-log lines.
+    public func flushLog() {
+        for loop in loops { loop.queue.sync { context.log.flush(&loop.logBuffer) } }
+    }
 
-    private func accept(on listenFD: Int32) {
-        while true {
+    private func accept(on listenFD: Int32, loop: EventLoop) {
+        // A bounded batch per wake-up keeps the loops fair to the connections they already have.
+        for _ in 0..<64 {
             if context.counters.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
-                return pause()
+                return pause(loop)
             }
             var storage = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -101,10 +113,11 @@ public final class ProxyServer: @unchecked Sendable {
                 case EINTR, ECONNABORTED: continue
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors: stop accepting for a moment instead of spinning.
-                    pause()
-                    acceptQueue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in resume() }
+                    pause(loop)
+                    loop.queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in resume(loop) }
                     return
-                default: return
+                default:
+                    return // EAGAIN: another loop took it, or the backlog is empty
                 }
             }
             guard let client = SocketAddress(storage: storage) else {
@@ -114,34 +127,34 @@ public final class ProxyServer: @unchecked Sendable {
             Socket.setNoDelay(fd)
             context.counters.open.add(1, ordering: .relaxed)
             context.counters.accepted.add(1, ordering: .relaxed)
-            let loop = loops[next]
-            next = (next + 1) % loops.count
-            let allowed = context.configuration.allowClients.contains { $0.contains(client.ip) }
-            let context = self.context
-            loop.queue.async {
-                let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
-                if allowed { connection.start() } else { connection.refuseClient() }
+            let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
+            if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
+                connection.start()
+            } else {
+                connection.refuseClient()
             }
         }
     }
 
-    private func pause() {
-        guard !paused else { return }
-        paused = true
-        for listener in listeners { listener.source.suspend() }
+    private func pause(_ loop: EventLoop) {
+        guard !loop.acceptPaused else { return }
+        loop.acceptPaused = true
+        anyPaused.store(true, ordering: .relaxed)
+        for listener in loop.listeners { listener.wantRead(false) }
     }
 
-    private func resume() {
-        guard paused else { return }
-        paused = false
-        for listener in listeners { listener.source.resume() }
+    private func resume(_ loop: EventLoop) {
+        guard loop.acceptPaused else { return }
+        loop.acceptPaused = false
+        for listener in loop.listeners { listener.wantRead(true) }
     }
 
+    /// Below the cap again: every paused loop resumes accepting.
     private func connectionClosed() {
-        guard paused else { return }
-        acceptQueue.async { [self] in
-            if context.counters.open.load(ordering: .relaxed) < context.configuration.maximumConnections { resume() }
-        }
+        guard anyPaused.load(ordering: .relaxed),
+              context.counters.open.load(ordering: .relaxed) < context.configuration.maximumConnections else { return }
+        anyPaused.store(false, ordering: .relaxed)
+        for loop in loops { loop.queue.async { [self] in resume(loop) } }
     }
 }
 

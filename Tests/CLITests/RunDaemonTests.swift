@@ -27,6 +27,7 @@ import Testing
         #expect(record["enforced"] as? Bool == true)
         #expect(record["upstream_ip"] as? String == "127.0.0.1")
         #expect((record["bytes_down"] as? Int ?? 0) > 0)
+        #expect((record["bytes_up"] as? Int ?? 0) > 0, "the request head went up")
         for field in ["time", "client", "policy", "method", "scheme", "host", "port", "class", "direct", "exception",
                       "ats", "action", "reason", "message", "enforced", "tls_version", "cipher", "upstream_ip",
                       "bytes_up", "bytes_down", "duration_ms"] {
