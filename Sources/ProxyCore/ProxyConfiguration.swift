@@ -19,6 +19,8 @@ public struct ProxyConfiguration: Sendable {
     public var allowClients: [IPNetwork] = [IPNetwork(address: .v4(0x7F00_0000), prefixLength: 8),
                                             IPNetwork(address: .v6(1), prefixLength: 128)]
     public var logFormat: LogFormat = .json
+    /// The load context for every request; nil infers it from each request's User-Agent.
+    public var context: LoadContext?
     public var maximumConnections = 10_000
     /// Seconds allowed for a client to send a complete request head (slowloris).
     public var headTimeout = 10.0

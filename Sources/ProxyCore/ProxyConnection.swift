@@ -147,7 +147,7 @@ final class ProxyConnection {
         } catch {
             return answer(status: 400, reason: "bad-request", message: "CONNECT target \(error.description)", keepAlive: false)
         }
-        let context = LoadContext.infer(userAgent: head.field("user-agent"))
+        let context = self.context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
         let decision = self.context.configuration.engine.decide(destination, context: context)
         record.decision = decision
         guard self.context.configuration.connectPorts.contains(destination.port) else {
@@ -213,8 +213,8 @@ final class ProxyConnection {
             return answer(status: 508, reason: "loop-detected", message: "the request would loop through this proxy",
                           keepAlive: false)
         }
-        let decision = context.configuration.engine.decide(destination,
-                                                           context: LoadContext.infer(userAgent: head.field("user-agent")))
+        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
+        let decision = context.configuration.engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let enforced = context.configuration.mode == .enforce

@@ -39,6 +39,14 @@ struct RunCommand: ParsableCommand {
                                             valueName: "cidr"))
     var allowClient: [IPNetwork] = []
 
+    enum ContextChoice: String, ExpressibleByArgument { case auto, app, media, web }
+
+    @Option(name: .long, help: """
+        Load context: auto (from each request's User-Agent: AppleCoreMedia is media, a WebKit UA \
+        without Safari is web, else app), or app, media or web for every request.
+        """)
+    var context: ContextChoice = .auto
+
     @Option(name: .long, help: "Decision log format: json (one object per line) or text.")
     var logFormat: LogFormat = .json
 
@@ -84,6 +92,7 @@ struct RunCommand: ParsableCommand {
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
         configuration.logFormat = logFormat
+        configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.maximumConnections = maxConnections
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout

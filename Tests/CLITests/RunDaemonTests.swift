@@ -314,4 +314,58 @@ import Testing
         let (_, records) = try daemon.stop(expected: 3)
         #expect(records.count == 3)
     }
+
+    /// The load context comes from the User-Agent (R12 per context) unless the operator fixes it.
+    @Test func loadContextFromUserAgentOrFlag() throws {
+        let origin = try Origin()
+        let directory = try TemporaryDirectory()
+        let policy = try directory.write("media.json", #"{"NSAllowsArbitraryLoadsForMedia": true}"#)
+        let daemon = try Daemon(Self.pins + ["--policy", policy])
+        let url = "http://api.example.com:\(origin.httpPort)/small"
+        let media = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}",
+                                         "-A", "AppleCoreMedia/1.0.0.21A329 (iPhone; U; CPU OS 17_0 like Mac OS X)", url])
+        let web = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}", "-A",
+                                       "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148", url])
+        #expect(media.stdout == "200", "AVFoundation loads are exempt under NSAllowsArbitraryLoadsForMedia")
+        #expect(web.stdout == "403", "a WKWebView load is not media")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.map { $0["ats"] as? String } == ["off", "on"])
+
+        let forced = try Daemon(Self.pins + ["--policy", policy, "--context", "media"])
+        let plain = try Subprocess.curl(["-x", forced.proxy, "-o", "/dev/null", "-w", "%{http_code}", url])
+        #expect(plain.stdout == "200", "--context media applies to every request")
+        _ = try forced.stop()
+    }
+
+    @Test func anIdleTunnelIsClosedAndLogged() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--connect-port", "\(origin.eofPort)", "--idle-timeout", "0.3"])
+        let client = try RawClient(port: daemon.port)
+        client.send("CONNECT 127.0.0.1:\(origin.eofPort) HTTP/1.1\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+        client.send("hello")
+        // Nothing more moves: the daemon closes the tunnel; the origin, cut off, answers nothing.
+        #expect(client.readAll() == "")
+        let (_, records) = try daemon.stop()
+        #expect((records.first?["message"] as? String ?? "").contains("idle for"))
+        #expect(records.first?["bytes_up"] as? Int == 5)
+    }
+
+    /// At the connection cap the daemon stops accepting (the kernel queues the rest) and resumes
+    /// when a connection closes.
+    @Test func theConnectionCapPausesAccepting() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--max-connections", "1", "--head-timeout", "5"])
+        let holder = try RawClient(port: daemon.port)
+        holder.send("GET http://127.0.0.1:\(origin.httpPort)/small HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(holder.read(until: String(repeating: "a", count: 100)).hasSuffix(String(repeating: "a", count: 100)))
+        let waiting = try Subprocess.curl(["-x", daemon.proxy, "--max-time", "1", "-o", "/dev/null", "-w", "%{http_code}",
+                                           "http://127.0.0.1:\(origin.httpPort)/small"])
+        #expect(waiting.stdout == "000", "no answer while the one allowed connection is held")
+        holder.close()
+        let after = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}",
+                                         "http://127.0.0.1:\(origin.httpPort)/small"])
+        #expect(after.stdout == "200", "accepting resumes once the held connection closes")
+        _ = try daemon.stop(expected: 2)
+    }
 }
