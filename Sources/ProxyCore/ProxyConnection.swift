@@ -482,15 +482,10 @@ final class ProxyConnection {
     /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
     /// Via added.
     private func upstreamHead(_ head: RequestHead, destination: Destination) -> [UInt8] {
-        let connectionTokens = Set(head.tokens("connection"))
-        let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
-                                     "proxy-authorization", "proxy-authenticate"]
         var text = "\(head.method) \(originForm(head.target)) HTTP/1.1\r\n"
         var hasHost = false
-        for (name, value) in head.fields {
-            let lower = name.lowercased()
-            if hopByHop.contains(lower) || connectionTokens.contains(lower) || lower.hasPrefix("proxy-") { continue }
-            if lower == "host" { hasHost = true }
+        for (name, value) in HeaderFields.forwardable(head.fields, dropProxyFields: true) {
+            if name.lowercased() == "host" { hasHost = true }
             text += "\(name): \(value)\r\n"
         }
         if !hasHost { text += "Host: \(hostForURL(destination))\(portSuffix(destination.port, default: 80))\r\n" }

@@ -16,11 +16,7 @@ struct RequestHead {
     }
 
     /// Tokens of a comma-separated field (`Connection: keep-alive, Upgrade`), lowercased.
-    func tokens(_ name: String) -> [String] {
-        fields.filter { $0.name.lowercased() == name }
-            .flatMap { $0.value.split(separator: ",") }
-            .map { trimmingOWS($0).lowercased() }
-    }
+    func tokens(_ name: String) -> [String] { HeaderFields.tokens(fields, name) }
 
     /// The client wants the connection kept open after this exchange.
     var keepAlive: Bool {

@@ -46,11 +46,7 @@ struct ResponseHead {
         return nil
     }
 
-    func tokens(_ name: String) -> [String] {
-        fields.filter { $0.name.lowercased() == name }
-            .flatMap { $0.value.split(separator: ",") }
-            .map { trimmingOWS($0).lowercased() }
-    }
+    func tokens(_ name: String) -> [String] { HeaderFields.tokens(fields, name) }
 
     /// The origin will keep the connection after this response (HTTP/1.1 and no Connection: close).
     var originKeepsConnection: Bool {
@@ -59,13 +55,8 @@ struct ResponseHead {
 
     /// The head for the client: hop-by-hop fields removed, Via added, Connection set.
     func rewritten(keepAlive: Bool, clientMinorVersion: Int) -> [UInt8] {
-        let connectionTokens = Set(tokens("connection"))
-        let hopByHop: Set<String> = ["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade",
-                                     "proxy-authenticate"]
         var text = "HTTP/1.1 \(status) \(reason)\r\n"
-        for (name, value) in fields {
-            let lower = name.lowercased()
-            if hopByHop.contains(lower) || connectionTokens.contains(lower) { continue }
+        for (name, value) in HeaderFields.forwardable(fields, dropProxyFields: false) {
             text += "\(name): \(value)\r\n"
         }
         text += "Via: 1.\(minorVersion) \(ProxyContext.viaToken)\r\n"

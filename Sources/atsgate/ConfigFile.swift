@@ -1,4 +1,5 @@
 import ArgumentParser
+import ATSPolicy
 import Foundation
 
 /// The daemon's config file: one `key = value` per line, where each key is a long flag of
@@ -65,7 +66,7 @@ enum ConfigFile {
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             guard known.contains(key) else {
-                let hint = known.min { distance($0, key) < distance($1, key) }.map { " (did you mean '\($0)'?)" } ?? ""
+                let hint = known.min { KeySpelling.distance($0, key) < KeySpelling.distance($1, key) }.map { " (did you mean '\($0)'?)" } ?? ""
                 throw CommandFailure(message: "\(place): unknown key '\(key)'\(hint)")
             }
             if key == "config" { throw CommandFailure(message: "\(place): a config file cannot name another") }
@@ -93,20 +94,5 @@ enum ConfigFile {
         RunCommand.helpMessage(columns: 1000).split(separator: "\n").compactMap { line in
             line.firstMatch(of: /^\s+--([a-z][a-z0-9-]*)/).map { String($0.1) }
         }.filter { $0 != "help" && $0 != "version" }
-    }
-
-    private static func distance(_ a: String, _ b: String) -> Int {
-        let a = Array(a), b = Array(b)
-        var row = Array(0...b.count)
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            var previous = row[0]
-            row[0] = i
-            for j in stride(from: 1, through: b.count, by: 1) {
-                let current = row[j]
-                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
-                previous = current
-            }
-        }
-        return row[b.count]
     }
 }

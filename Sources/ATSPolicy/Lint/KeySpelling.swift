@@ -53,7 +53,12 @@ enum KeyVerdict: Equatable {
 
 /// Suggestions for keys the engine does not read: a table of misspellings seen in real Info.plists,
 /// then a case-insensitive comparison and an edit distance over the keys of every level.
-enum KeySpelling {
+public enum KeySpelling {
+    /// Edit distance between two names, ignoring case (for "did you mean" suggestions anywhere).
+    public static func distance(_ a: String, _ b: String) -> Int {
+        editDistance(Array(a.lowercased().unicodeScalars), Array(b.lowercased().unicodeScalars))
+    }
+
     static let certificateTransparency = "NSRequiresCertificateTransparency"
 
     /// Legacy per-domain keys and the keys that replaced them (R2).
