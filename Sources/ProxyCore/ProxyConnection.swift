@@ -100,14 +100,10 @@ final class ProxyConnection {
 
     /// Reads what the client has sent into `inbound`.
     private func readClient() -> ReadOutcome {
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let outcome = chunk.withUnsafeMutableBytes { buffer in
-                try? SystemCall.read(client.fd, into: buffer)
-            }
-            switch outcome {
+            switch try? SystemCall.read(client.fd, into: loop.scratch) {
             case .done(let n)?:
-                inbound.append(contentsOf: chunk[..<n])
+                inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.scratch[..<n]))
                 if inbound.count > RequestHeadParser.maximumHeadLength + 4 { return .wouldBlock }
             case .wouldBlock?: return .wouldBlock
             case .endOfFile?: return .ended
@@ -333,12 +329,10 @@ final class ProxyConnection {
 
     private func exchangeReadUpstream() {
         guard var current = exchange, let upstream else { return }
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         readLoop: while current.toClient.count <= Self.bufferLimit {
-            let outcome = chunk.withUnsafeMutableBytes { try? SystemCall.read(upstream.fd, into: $0) }
-            switch outcome {
+            switch try? SystemCall.read(upstream.fd, into: loop.scratch) {
             case .done(let n)?:
-                current.fromUpstream += chunk[..<n]
+                current.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
                 lastActivity = now()
             case .wouldBlock?:
                 break readLoop
@@ -588,8 +582,8 @@ final class ProxyConnection {
     private func startRelay(prefix: [UInt8]) {
         guard let upstream else { return close() }
         state = .relaying
-        let up = Pump(from: client, to: upstream, pending: prefix)
-        let down = Pump(from: upstream, to: client)
+        let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
+        let down = Pump(from: upstream, to: client, loop: loop)
         pumps = [up, down]
         client.onReadable { up.run() }
         upstream.onWritable { up.run() }

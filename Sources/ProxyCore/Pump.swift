@@ -4,6 +4,7 @@
 final class Pump {
     private let from: Channel
     private let to: Channel
+    private let loop: EventLoop
     private var pending: [UInt8]
     private var pipe: (read: Int32, write: Int32)?
     private var inPipe = 0
@@ -17,18 +18,17 @@ final class Pump {
 
     private static let chunk = 1 << 20
 
-    init(from: Channel, to: Channel, pending: [UInt8] = []) {
+    init(from: Channel, to: Channel, loop: EventLoop, pending: [UInt8] = []) {
         self.from = from
         self.to = to
+        self.loop = loop
         self.pending = pending
         bytes = pending.count
     }
 
+    /// Connections are released on their loop's queue, so the pipe goes back to that loop's spares.
     deinit {
-        if let pipe {
-            SystemCall.close(pipe.read)
-            SystemCall.close(pipe.write)
-        }
+        if let pipe { loop.returnPipe(pipe, empty: inPipe == 0) }
     }
 
     /// Runs until it would block; called on readability of `from` and writability of `to`.
@@ -74,7 +74,7 @@ final class Pump {
                 return
             }
             if pipe == nil {
-                pipe = try SystemCall.pipe()
+                pipe = try loop.takePipe()
             }
             switch try SystemCall.splice(from: from.fd, to: pipe!.write, length: Pump.chunk) {
             case .done(let n): inPipe += n; bytes += n
