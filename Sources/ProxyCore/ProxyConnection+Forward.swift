@@ -1,0 +1,309 @@
+import ATSPolicy
+import Glibc
+
+/// Absolute-form requests: block, redirect, or forward with client keep-alive and pooled origins.
+extension ProxyConnection {
+    // MARK: absolute-form requests
+
+    func forward(_ head: RequestHead) {
+        let destination: Destination
+        do {
+            destination = try Destination.parse(url: head.target)
+        } catch {
+            return answer(status: 400, reason: "bad-request", message: "request target \(error.description)", keepAlive: false)
+        }
+        guard destination.scheme == .http else {
+            return answer(status: 400, reason: "bad-request",
+                          message: "absolute-form https:// requests are not proxied; use CONNECT", keepAlive: false)
+        }
+        if head.tokens("via").contains(where: { $0.hasSuffix(ProxyContext.viaToken) }) || isSelf(destination) {
+            return answer(status: 508, reason: "loop-detected", message: "the request would loop through this proxy",
+                          keepAlive: false)
+        }
+        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
+        let decision = context.configuration.engine.decide(destination, context: loadContext)
+        record.decision = decision
+        let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
+        let enforced = context.configuration.mode == .enforce
+        switch decision.action {
+        case .block where enforced:
+            return answer(status: 403, headers: atsHeaders("block", decision.reason?.rawValue),
+                          reason: nil, message: nil, body: decision.message + "\n",
+                          keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
+        case .upgrade where enforced && decision.upgradeVia == .redirect:
+            let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
+                + originForm(head.target)
+            return answer(status: 308, headers: atsHeaders("upgrade", nil) + [("Location", location)],
+                          reason: nil, message: nil, body: "redirected to \(location)\n",
+                          keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
+        default:
+            break
+        }
+        openUpstream(destination, pooled: true) { [self] in
+            startExchange(head, destination: destination)
+        }
+    }
+
+    // MARK: one forwarded exchange (client keep-alive)
+
+    /// A forwarded request in flight: the body going up, the response coming down.
+    struct Exchange {
+        var request: RequestHead
+        var destination: Destination
+        var body: MessageBody
+        var toUpstream: [UInt8]
+        var fromUpstream: [UInt8] = []
+        var toClient: [UInt8] = []
+        var response: ResponseHead?
+        var responseBody = MessageBody.none
+        var keepClient = false
+        /// The origin connection can go back to the pool after this response.
+        var reusable = false
+        var upstreamEnded = false
+        var upstreamPaused = false
+        var bytesUp = 0
+        var bytesDown = 0
+    }
+
+    static let bufferLimit = 256 * 1024
+
+    func startExchange(_ head: RequestHead, destination: Destination) {
+        guard let upstream else { return close() }
+        state = .relaying
+        let rewritten = upstreamHead(head, destination: destination)
+        exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
+                            bytesUp: rewritten.count)
+        if !takeRequestBody(from: &inbound) { return }
+        client.onReadable { [self] in exchangeReadClient() }
+        client.onWritable { [self] in exchangeWriteClient() }
+        upstream.onReadable { [self] in exchangeReadUpstream() }
+        upstream.onWritable { [self] in exchangeWriteUpstream() }
+        client.wantRead(!exchange!.body.isComplete)
+        upstream.wantRead(true)
+        lastActivity = now()
+        armIdleTimer()
+        exchangeWriteUpstream()
+    }
+
+    /// Moves the body's share of `bytes` to the upstream buffer; what follows the body stays (a
+    /// pipelined next request). False when the body is malformed (the exchange is then over).
+    func takeRequestBody(from bytes: inout [UInt8]) -> Bool {
+        guard var current = exchange, !bytes.isEmpty else { return true }
+        let taken: Int
+        do {
+            taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
+        } catch {
+            exchange = nil
+            answer(status: 400, reason: "bad-request", message: "malformed chunked request body", keepAlive: false)
+            return false
+        }
+        current.toUpstream += bytes[..<taken]
+        current.bytesUp += taken
+        bytes.removeFirst(taken)
+        exchange = current
+        return true
+    }
+
+    func exchangeReadClient() {
+        guard exchange != nil else { return }
+        var fresh: [UInt8] = []
+        swap(&fresh, &inbound)
+        let outcome = readClient()
+        swap(&fresh, &inbound)
+        // `fresh` holds what was just read; the body's part goes up, the rest waits in `inbound`.
+        guard takeRequestBody(from: &fresh) else { return }
+        inbound += fresh
+        guard let current = exchange else { return }
+        if current.body.isComplete || current.toUpstream.count > Self.bufferLimit { client.wantRead(false) }
+        if case .ended = outcome, !current.body.isComplete { return finish() }
+        if case .failed = outcome { return finish() }
+        exchangeWriteUpstream()
+    }
+
+    func exchangeWriteUpstream() {
+        guard var current = exchange, let upstream else { return }
+        while !current.toUpstream.isEmpty {
+            let outcome = current.toUpstream.withUnsafeBytes { try? SystemCall.write(upstream.fd, $0) }
+            guard case .done(let n)? = outcome else {
+                exchange = current
+                if outcome == .wouldBlock { return upstream.wantWrite(true) }
+                return exchangeFailed("writing to the origin failed")
+            }
+            current.toUpstream.removeFirst(n)
+            lastActivity = now()
+        }
+        upstream.wantWrite(false)
+        if !current.body.isComplete, current.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
+        exchange = current
+    }
+
+    func exchangeReadUpstream() {
+        guard var current = exchange, let upstream else { return }
+        readLoop: while current.toClient.count <= Self.bufferLimit {
+            switch try? SystemCall.read(upstream.fd, into: loop.scratch) {
+            case .done(let n)?:
+                current.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
+                lastActivity = now()
+            case .wouldBlock?:
+                break readLoop
+            case .endOfFile?:
+                current.upstreamEnded = true
+                upstream.wantRead(false)
+                break readLoop
+            case nil:
+                exchange = current
+                return exchangeFailed("reading from the origin failed")
+            }
+        }
+        if current.toClient.count > Self.bufferLimit {
+            upstream.wantRead(false)
+            current.upstreamPaused = true
+        }
+        // The response head: parse and rewrite it once; 1xx interim heads pass through as they are.
+        while current.response == nil {
+            let parsed = current.fromUpstream.withUnsafeBytes { bytes in
+                Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(bytes) }
+            }
+            switch parsed {
+            case .failure(let error):
+                exchange = current
+                return exchangeFailed("bad response from the origin: \(error.problem)")
+            case .success(nil):
+                if current.upstreamEnded {
+                    exchange = current
+                    return exchangeFailed("the origin closed without a response")
+                }
+                exchange = current
+                return
+            case .success(let head?):
+                if (100..<200).contains(head.status), head.status != 101 {
+                    current.toClient += current.fromUpstream[..<head.length]
+                    current.fromUpstream.removeFirst(head.length)
+                    continue
+                }
+                current.responseBody = MessageBody(response: head, requestMethod: current.request.method)
+                let framed: Bool
+                if case .untilClose = current.responseBody { framed = false } else { framed = true }
+                current.keepClient = current.request.keepAlive && framed && head.status != 101
+                current.reusable = framed && head.originKeepsConnection && head.status != 101
+                current.toClient += head.rewritten(keepAlive: current.keepClient,
+                                                   clientMinorVersion: current.request.minorVersion)
+                current.fromUpstream.removeFirst(head.length)
+                current.response = head
+                record.status = head.status
+            }
+        }
+        // The body's share goes down; anything after a complete body is a protocol error of the
+        // origin, which then does not go back to the pool.
+        let taken: Int
+        do {
+            taken = try current.fromUpstream.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in
+                try current.responseBody.take(buffer)
+            }
+        } catch {
+            exchange = current
+            return exchangeFailed("malformed chunked response from the origin")
+        }
+        if taken < current.fromUpstream.count { current.reusable = false }
+        current.bytesDown += taken
+        current.toClient += current.fromUpstream[..<taken]
+        current.fromUpstream.removeAll(keepingCapacity: true)
+        if current.upstreamEnded, !current.responseBody.isComplete {
+            // Cut short, or a body that runs to EOF: the client cannot tell where it ends otherwise.
+            if case .untilClose = current.responseBody {} else { current.keepClient = false }
+            current.reusable = false
+        }
+        exchange = current
+        if !current.toClient.isEmpty || current.upstreamEnded || current.responseBody.isComplete { exchangeWriteClient() }
+    }
+
+    func exchangeWriteClient() {
+        guard var current = exchange else { return }
+        while !current.toClient.isEmpty {
+            let outcome = current.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
+            guard case .done(let n)? = outcome else {
+                exchange = current
+                if outcome == .wouldBlock { return client.wantWrite(true) }
+                return finish()
+            }
+            current.toClient.removeFirst(n)
+        }
+        client.wantWrite(false)
+        exchange = current
+        let responseDone = current.response != nil && (current.responseBody.isComplete || current.upstreamEnded)
+        if !responseDone {
+            // Reads were paused for backpressure: resume them, and read at once what is waiting.
+            if current.upstreamPaused {
+                exchange?.upstreamPaused = false
+                upstream?.wantRead(true)
+                exchangeReadUpstream()
+            }
+            return
+        }
+        // The response is complete: the origin connection goes back to the pool or is closed.
+        record.bytesUp = current.bytesUp
+        record.bytesDown = current.bytesDown
+        exchange = nil
+        log()
+        if current.reusable, !current.upstreamEnded, current.body.isComplete, let upstream, let upstreamAddress {
+            pool.park(upstream, address: upstreamAddress)
+        } else {
+            upstream?.close()
+        }
+        upstream = nil
+        if current.keepClient, current.body.isComplete {
+            record = LogRecord(time: now(), client: clientAddress, method: "-",
+                               enforced: context.configuration.mode == .enforce)
+            client.onWritable { [self] in flushAnswer() }
+            nextRequest()
+        } else {
+            close()
+        }
+    }
+
+    /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else cut.
+    func exchangeFailed(_ message: String) {
+        let started = exchange?.response != nil
+        let failed = exchange
+        exchange = nil
+        upstream?.close()
+        upstream = nil
+        // A pooled connection the origin had already closed: retry once on a fresh one, when the
+        // request can be sent again (no body, so nothing of it was consumed from the client).
+        if !started, upstreamFromPool, let failed, case .none = MessageBody(failed.request) {
+            return openUpstream(failed.destination) { [self] in
+                startExchange(failed.request, destination: failed.destination)
+            }
+        }
+        if started {
+            record.message = message
+            return finish()
+        }
+        answer(status: 502, headers: [("X-ATS-Reason", "upstream-protocol")], reason: "upstream-protocol",
+               message: message, keepAlive: false, action: "error")
+    }
+
+    /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
+    /// Via added.
+    func upstreamHead(_ head: RequestHead, destination: Destination) -> [UInt8] {
+        var text = "\(head.method) \(originForm(head.target)) HTTP/1.1\r\n"
+        var hasHost = false
+        for (name, value) in HeaderFields.forwardable(head.fields, dropProxyFields: true) {
+            if name.lowercased() == "host" { hasHost = true }
+            text += "\(name): \(value)\r\n"
+        }
+        if !hasHost { text += "Host: \(hostForURL(destination))\(portSuffix(destination.port, default: 80))\r\n" }
+        // No Connection field: HTTP/1.1 keeps the origin connection for the pool.
+        text += "Via: 1.\(head.minorVersion) \(ProxyContext.viaToken)\r\n\r\n"
+        return Array(text.utf8)
+    }
+
+    func nextRequest() {
+        state = .readingHead
+        client.onReadable { [self] in readHead() }
+        client.wantRead(true)
+        arm(after: context.configuration.headTimeout) { [self] in close() }
+        if !inbound.isEmpty { readHead() }
+    }
+
+}
