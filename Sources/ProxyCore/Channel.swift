@@ -59,6 +59,4 @@ final class Channel {
         writeHandler = nil
         SystemCall.close(fd)
     }
-
-    var isClosed: Bool { closed }
 }

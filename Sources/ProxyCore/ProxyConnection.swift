@@ -270,7 +270,6 @@ final class ProxyConnection {
         let accessRules: Set<String?> = [BlockReason.clientNotAllowed.rawValue, BlockReason.portNotAllowed.rawValue]
         record.enforced = context.configuration.mode == .enforce || accessRules.contains(record.reason)
         context.log.write(record, into: &loop.logBuffer)
-        context.counters.decisions.add(1, ordering: .relaxed)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.

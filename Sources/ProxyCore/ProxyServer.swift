@@ -28,9 +28,8 @@ final class ProxyContext: Sendable {
     }
 
     final class Counters: Sendable {
+        /// Connections open now (for --max-connections).
         let open = Atomic<Int>(0)
-        let accepted = Atomic<Int>(0)
-        let decisions = Atomic<Int>(0)
     }
 }
 
@@ -126,7 +125,6 @@ public final class ProxyServer: @unchecked Sendable {
             }
             Socket.setNoDelay(fd)
             context.counters.open.add(1, ordering: .relaxed)
-            context.counters.accepted.add(1, ordering: .relaxed)
             let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
             if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
                 connection.start()

@@ -27,8 +27,7 @@ enum Socket {
     static func startConnect(to address: SocketAddress) throws(SystemError) -> Int32 {
         let fd = atsgate_socket(address.family, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
-        var one: Int32 = 1
-        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        setNoDelay(fd)
         let result = address.withSockAddr { Glibc.connect(fd, $0, $1) }
         if result != 0, errno != EINPROGRESS {
             let code = errno
