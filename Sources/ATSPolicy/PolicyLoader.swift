@@ -58,6 +58,11 @@ public enum PolicyLoader {
 
     /// Reads a policy file: a whole Info.plist (XML or binary), a bare ATS dictionary plist, or JSON.
     public static func load(path: String) throws(PolicyLoadError) -> PolicySource {
+        try parse(data: read(path: path), origin: path)
+    }
+
+    /// A policy file's bytes, with the same one-line errors as `load`.
+    public static func read(path: String) throws(PolicyLoadError) -> Data {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw PolicyLoadError(path: path, problem: "no such file")
@@ -65,13 +70,11 @@ public enum PolicyLoader {
         if isDirectory.boolValue {
             throw PolicyLoadError(path: path, problem: "is a directory, not a policy file")
         }
-        let data: Data
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
             throw PolicyLoadError(path: path, problem: "cannot read: \(readFailure(error))")
         }
-        return try parse(data: data, origin: path)
     }
 
     /// Parses policy bytes; `origin` names them in errors.

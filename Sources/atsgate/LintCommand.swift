@@ -31,8 +31,11 @@ struct LintCommand: ParsableCommand {
         var failures: [String] = []
         for path in files {
             do {
-                let source = try PolicyLoader.load(path: path)
-                results.append(linter.lintFile(source, text: Self.text(of: path, format: source.format)))
+                // One read serves both the parse and the line numbers.
+                let data = try PolicyLoader.read(path: path)
+                let source = try PolicyLoader.parse(data: data, origin: path)
+                let text = source.format == .xmlPlist || source.format == .json ? String(data: data, encoding: .utf8) : nil
+                results.append(linter.lintFile(source, text: text))
             } catch {
                 results.append(.unreadable(path: path, error: error.description))
                 failures.append(error.description)
@@ -55,12 +58,5 @@ struct LintCommand: ParsableCommand {
             throw CommandFailure(message: last, exitCode: 2)
         }
         if report.exitStatus != 0 { throw ExitCode(report.exitStatus) }
-    }
-
-    /// The file's text for line numbers (XML and JSON only); nil when it cannot be had.
-    private static func text(of path: String, format: PolicyFileFormat?) -> String? {
-        guard format == .xmlPlist || format == .json,
-              let data = FileManager.default.contents(atPath: path) else { return nil }
-        return String(data: data, encoding: .utf8)
     }
 }
