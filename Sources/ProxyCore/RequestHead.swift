@@ -39,7 +39,7 @@ enum RequestHeadParser {
 
     /// The head at the start of `bytes`, nil when it is not complete yet.
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(RequestHeadError) -> RequestHead? {
-        guard let end = headEnd(bytes) else {
+        guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumHeadLength) else {
             if bytes.count > maximumHeadLength {
                 throw RequestHeadError(status: 431, problem: "request head larger than 16 KiB")
             }
@@ -76,20 +76,6 @@ enum RequestHeadParser {
         }
         try frame(&head)
         return head
-    }
-
-    /// The offset just past the first CRLFCRLF (or nil).
-    private static func headEnd(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        var index = 0
-        let limit = min(bytes.count, maximumHeadLength + 4)
-        while index + 3 < limit {
-            if bytes[index + 3] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 1] == 0x0A, bytes[index] == 0x0D {
-                return index + 4
-            }
-            index += 1
-        }
-        return nil
     }
 
     private static func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(RequestHeadError) -> RequestHead {

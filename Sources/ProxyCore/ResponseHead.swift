@@ -15,7 +15,7 @@ struct ResponseHead {
 
     /// The head at the start of `bytes`, or nil when incomplete.
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> ResponseHead? {
-        guard let end = find(bytes) else {
+        guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumLength) else {
             if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
             return nil
         }
@@ -35,15 +35,6 @@ struct ResponseHead {
         }
         return ResponseHead(minorVersion: parts[0] == "HTTP/1.1" ? 1 : 0, status: status,
                             reason: parts.count > 2 ? String(parts[2]) : "", fields: fields, length: end)
-    }
-
-    private static func find(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 0...(bytes.count - 4)
-        where bytes[index] == 0x0D && bytes[index + 1] == 0x0A && bytes[index + 2] == 0x0D && bytes[index + 3] == 0x0A {
-            return index + 4
-        }
-        return nil
     }
 
     func tokens(_ name: String) -> [String] { HeaderFields.tokens(fields, name) }
