@@ -50,6 +50,16 @@ final class Channel {
         if !closed, writeActive, failure || events & EPOLLOUT.rawValue != 0 { writeHandler?() }
     }
 
+    /// Leaves the poller without closing the descriptor (a listening socket every loop watches).
+    func detach() {
+        guard !closed else { return }
+        closed = true
+        poller.remove(self, registered: registered)
+        registered = false
+        readHandler = nil
+        writeHandler = nil
+    }
+
     func close() {
         guard !closed else { return }
         closed = true

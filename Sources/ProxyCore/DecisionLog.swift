@@ -7,7 +7,13 @@ import Glibc
 public enum LogFormat: String, Sendable, CaseIterable {
     case json
     case text
+    /// Structured journald entries: the JSON fields in upper case with an `ATS_` prefix.
+    case journal
 }
+
+/// Sends one structured entry (journald's sd_journal_sendv, wired in by the executable): a
+/// human-readable message, a syslog priority, and upper-case fields.
+public typealias StructuredLogWriter = @Sendable (_ message: String, _ priority: Int32, _ fields: [(String, String)]) -> Void
 
 /// One decision as the log records it; field names are INTERFACE.md's.
 struct LogRecord {
@@ -90,27 +96,52 @@ struct LogRecord {
     }
 }
 
-/// Writes decision records to standard output, one per line. Each loop queue buffers its lines and
-/// writes them in batches (at 16 KiB, on its clock tick, and on flush), so a record costs no thread
-/// hand-off; the writes themselves are serialised so lines never interleave.
-final class DecisionLog: @unchecked Sendable {
-    private let format: LogFormat
+/// Formats decision records for one configuration generation (its format and policy name) and
+/// hands them to the shared sink. Each loop queue buffers its lines and writes them in batches (at
+/// 16 KiB, on its clock tick, and on flush), so a record costs no thread hand-off.
+final class DecisionLog: Sendable {
+    let format: LogFormat
     private let policy: String
-    private let fd: Int32
-    private let writeLock = NSLock()
+    private let sink: LogSink
 
-    init(format: LogFormat, policy: String, fd: Int32 = STDOUT_FILENO) {
+    init(format: LogFormat, policy: String, sink: LogSink) {
         self.format = format
         self.policy = policy
-        self.fd = fd
+        self.sink = sink
     }
 
     /// Formats the record into `buffer` (the calling loop's), writing the buffer out when it is full.
     func write(_ record: LogRecord, into buffer: inout [UInt8]) {
-        let line = format == .json ? record.json(policy: policy).compact : record.text(policy: policy)
-        buffer += line.utf8
+        switch format {
+        case .json:
+            buffer += record.json(policy: policy).compact.utf8
+        case .text:
+            buffer += record.text(policy: policy).utf8
+        case .journal:
+            guard let structured = sink.structured else {
+                // No journal wired in (a library user): fall back to JSON lines.
+                buffer += record.json(policy: policy).compact.utf8
+                break
+            }
+            return structured(record.text(policy: policy), record.priority, record.journalFields(policy: policy))
+        }
         buffer.append(0x0A)
         if buffer.count >= 16 * 1024 { flush(&buffer) }
+    }
+
+    func flush(_ buffer: inout [UInt8]) { sink.flush(&buffer) }
+}
+
+/// Where log lines go: one descriptor (standard output), written under a lock shared by every loop
+/// and every configuration generation so lines never interleave; or a structured writer.
+public final class LogSink: @unchecked Sendable {
+    private let fd: Int32
+    private let writeLock = NSLock()
+    let structured: StructuredLogWriter?
+
+    public init(fd: Int32 = STDOUT_FILENO, structured: StructuredLogWriter? = nil) {
+        self.fd = fd
+        self.structured = structured
     }
 
     /// Writes out and empties `buffer`.
@@ -128,6 +159,31 @@ final class DecisionLog: @unchecked Sendable {
             offset += n
         }
         buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+extension LogRecord {
+    /// The JSON fields as journald fields: `ATS_` and the name in upper case; nulls are left out.
+    func journalFields(policy: String) -> [(String, String)] {
+        guard case .object(let fields) = json(policy: policy) else { return [] }
+        return fields.compactMap { name, value in
+            let text: String
+            switch value {
+            case .null: return nil
+            case .string(let string): text = string
+            default: text = value.compact
+            }
+            return ("ATS_" + name.uppercased(), text)
+        }
+    }
+
+    /// Blocks are warnings, upstream failures errors, the rest informational (syslog levels).
+    var priority: Int32 {
+        switch action ?? decision?.action.rawValue ?? "allow" {
+        case "block": 4
+        case "error": 3
+        default: 6
+        }
     }
 }
 

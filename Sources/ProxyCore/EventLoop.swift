@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// One event loop: a serial Dispatch queue and what lives on it (readiness, deadlines, idle origin
 /// connections). Everything here is touched only from `queue`.
@@ -12,6 +13,15 @@ final class EventLoop {
     /// This loop's channels on the listening sockets, and whether accepting is paused.
     var listeners: [Channel] = []
     var acceptPaused = false
+    /// Connections open on this loop, so a stop can end each with a record of its own.
+    var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    /// Set when the daemon stops: idle keep-alive clients are closed, no new request is read.
+    var draining = false
+    /// Counters for /metrics; touched only on `queue`, summed when scraped.
+    var metrics = LoopMetrics()
+    /// When the loop's clock last ran (CLOCK_MONOTONIC seconds): a loop that stops ticking is stuck,
+    /// and the watchdog and /healthz say so.
+    let lastTick = Atomic<Int64>(0)
     /// Read buffer shared by the loop's connections (the loop runs one handler at a time): a fresh,
     /// zeroed buffer per read was a malloc and a 64 KiB memset each time.
     let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)

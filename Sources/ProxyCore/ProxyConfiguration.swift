@@ -28,6 +28,8 @@ public struct ProxyConfiguration: Sendable {
     public var connectTimeout = 10.0
     /// Seconds a tunnel may stay silent in both directions.
     public var idleTimeout = 300.0
+    /// The admin listener (/metrics, /healthz, /readyz); none when nil.
+    public var admin: SocketAddress?
     /// Serial queues of the event loop; one per core by default.
     public var loopCount = 0
 

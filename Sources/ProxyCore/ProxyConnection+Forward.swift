@@ -299,6 +299,7 @@ extension ProxyConnection {
     }
 
     func nextRequest() {
+        if loop.draining { return close() }
         state = .readingHead
         client.onReadable { [self] in readHead() }
         client.wantRead(true)

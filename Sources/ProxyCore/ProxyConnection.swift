@@ -48,6 +48,7 @@ final class ProxyConnection {
         self.clientAddress = clientAddress
         client = Channel(fd: fd, poller: loop.poller)
         record = LogRecord(time: started, client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
+        loop.connections[ObjectIdentifier(self)] = self
     }
 
     /// Starts reading the first request head. Runs on `queue`.
@@ -269,6 +270,8 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         let accessRules: Set<String?> = [BlockReason.clientNotAllowed.rawValue, BlockReason.portNotAllowed.rawValue]
         record.enforced = context.configuration.mode == .enforce || accessRules.contains(record.reason)
+        loop.metrics.count(record)
+        context.shared.decisions.add(1, ordering: .relaxed)
         context.log.write(record, into: &loop.logBuffer)
     }
 
@@ -298,7 +301,33 @@ final class ProxyConnection {
             pump.onError = { _ in }
             pump.onProgress = {}
         }
+        loop.connections[ObjectIdentifier(self)] = nil
         context.connectionClosed()
+    }
+
+    /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
+    /// is closed now; the others finish what they are doing.
+    func closeIfIdle() {
+        if state == .readingHead, inbound.isEmpty { close() }
+    }
+
+    /// The stop's grace period is over: ends the connection with a record saying so.
+    func endAtShutdown() {
+        switch state {
+        case .closed:
+            return
+        case .readingHead where inbound.isEmpty:
+            return close()
+        case .relaying:
+            record.message = (record.message.map { $0 + "; " } ?? "") + "cut: the daemon stopped"
+            finish()
+        default:
+            record.action = record.action ?? "error"
+            record.reason = record.reason ?? "shutdown"
+            record.message = "the daemon stopped before the connection finished"
+            log()
+            close()
+        }
     }
 
     // MARK: timers

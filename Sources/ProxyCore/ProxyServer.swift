@@ -4,56 +4,63 @@ import Dispatch
 import Glibc
 import Synchronization
 
-/// What every connection shares: configuration, log, resolver and counters.
-final class ProxyContext: Sendable {
-    /// The pseudonym in Via headers; a request that already carries it is looping.
-    static let viaToken = "atsgate"
-
-    let configuration: ProxyConfiguration
-    let log: DecisionLog
-    let resolver: Resolver
-    let counters = Counters()
-    let onConnectionClosed: @Sendable () -> Void
-
-    init(configuration: ProxyConfiguration, onConnectionClosed: @escaping @Sendable () -> Void) {
-        self.configuration = configuration
-        log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel)
-        resolver = Resolver(pinned: configuration.resolve)
-        self.onConnectionClosed = onConnectionClosed
-    }
-
-    func connectionClosed() {
-        counters.open.subtract(1, ordering: .relaxed)
-        onConnectionClosed()
-    }
-
-    final class Counters: Sendable {
-        /// Connections open now (for --max-connections).
-        let open = Atomic<Int>(0)
-    }
-}
-
 /// The listening side of the proxy. Every loop queue (about one per core) watches every listening
 /// socket in its own poller and accepts for itself, so a new connection is handled where it was
 /// accepted, with no hand-off.
 public final class ProxyServer: @unchecked Sendable {
-    private let context: ProxyContext
+    /// Descriptors a supervisor bound for us (systemd socket activation), by role.
+    public struct InheritedListeners: Sendable {
+        public var proxy: [Int32] = []
+        public var admin: [Int32] = []
+        public init(proxy: [Int32] = [], admin: [Int32] = []) {
+            self.proxy = proxy
+            self.admin = admin
+        }
+    }
+
+    /// The configuration generation new connections get (see ProxyContext).
+    private let current: Mutex<ProxyContext>
+    private let shared: ServerShared
     private let loops: [EventLoop]
     private let listenFDs: [Int32]
     private let addresses: [SocketAddress]
+    private let admin: AdminServer?
     /// Set while any loop has paused accepting at the connection cap.
     private let anyPaused = Atomic<Bool>(false)
+    private let stopping = Atomic<Bool>(false)
+    private let reloadsSucceeded = Atomic<Int>(0)
+    private let reloadsFailed = Atomic<Int>(0)
+    private let lastReload = Mutex<Double>(0)
 
-    /// Binds every listen address; throws a one-line error (e.g. port in use) before anything runs.
-    public init(configuration: ProxyConfiguration) throws(SystemError) {
+    /// Binds every listen address (or takes the inherited sockets); throws a one-line error (e.g.
+    /// port in use) before anything runs.
+    public init(configuration: ProxyConfiguration, sink: LogSink = LogSink(),
+                inherited: InheritedListeners = InheritedListeners()) throws(SystemError) {
         var configuration = configuration
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         loops = (0..<count).map { EventLoop(label: "atsgate.loop.\($0)") }
         var bound: [(Int32, SocketAddress)] = []
-        do {
-            for address in configuration.listen {
-                let fd = try Socket.listen(on: address)
-                bound.append((fd, Socket.localAddress(fd) ?? address))
+        var adminFD: Int32?
+        do throws(SystemError) {
+            if inherited.proxy.isEmpty {
+                for address in configuration.listen {
+                    let fd = try Socket.listen(on: address)
+                    bound.append((fd, Socket.localAddress(fd) ?? address))
+                }
+            } else {
+                for fd in inherited.proxy {
+                    try Socket.setNonBlocking(fd)
+                    guard let address = Socket.localAddress(fd) else {
+                        throw SystemError(call: "getsockname of inherited descriptor \(fd)", code: EBADF)
+                    }
+                    bound.append((fd, address))
+                }
+            }
+            if let fd = inherited.admin.first {
+                try Socket.setNonBlocking(fd)
+                adminFD = fd
+            } else if let address = configuration.admin {
+                adminFD = try Socket.listen(on: address, backlog: 64)
             }
         } catch {
             for (fd, _) in bound { SystemCall.close(fd) }
@@ -61,21 +68,31 @@ public final class ProxyServer: @unchecked Sendable {
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
         configuration.listen = bound.map(\.1)
+        if let adminFD { configuration.admin = Socket.localAddress(adminFD) }
         listenFDs = bound.map(\.0)
         addresses = bound.map(\.1)
         let owner = WeakBox<ProxyServer>()
-        context = ProxyContext(configuration: configuration) { owner.value?.connectionClosed() }
+        shared = ServerShared(sink: sink) { owner.value?.connectionClosed() }
+        current = Mutex(ProxyContext(configuration: configuration, shared: shared, generation: 1))
+        let firstLoop = loops[0]
+        admin = adminFD.map { AdminServer(fd: $0, loop: firstLoop) }
+        lastReload.withLock { $0 = now() }
         owner.value = self
+        admin?.server = self
     }
 
     /// The addresses actually bound (with real ports when 0 was asked for).
     public var boundAddresses: [SocketAddress] { addresses }
+
+    /// The admin listener's address, when there is one.
+    public var adminAddress: SocketAddress? { admin.flatMap { Socket.localAddress($0.fd) } }
 
     public func start() {
         // splice(2) into a socket whose peer has gone raises SIGPIPE (MSG_NOSIGNAL only covers send);
         // the relay handles EPIPE itself.
         signal(SIGPIPE, SIG_IGN)
         for loop in loops {
+            loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.queue.async { [self] in
                 for fd in listenFDs {
                     let channel = Channel(fd: fd, poller: loop.poller)
@@ -83,23 +100,155 @@ public final class ProxyServer: @unchecked Sendable {
                     channel.wantRead(true)
                     loop.listeners.append(channel)
                 }
-                // Log lines go out at least on every clock tick.
-                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [context] in
-                    context.log.flush(&loop.logBuffer)
+                // Log lines go out at least on every clock tick; the tick also proves the loop alive.
+                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [shared] in
+                    shared.sink.flush(&loop.logBuffer)
+                    loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
                 }
             }
         }
+        admin?.start()
     }
 
     /// Writes out every loop's buffered decision-log lines.
     public func flushLog() {
-        for loop in loops { loop.queue.sync { context.log.flush(&loop.logBuffer) } }
+        for loop in loops { loop.queue.sync { shared.sink.flush(&loop.logBuffer) } }
     }
 
+    // MARK: reload
+
+    /// Makes `configuration` the one new connections get; open connections keep theirs. Settings
+    /// that belong to the sockets (listen, admin, loops) cannot change without a restart: they are
+    /// kept, and the returned warnings say so.
+    @discardableResult
+    public func reload(_ configuration: ProxyConfiguration) -> [String] {
+        var configuration = configuration
+        var warnings: [String] = []
+        let old = current.withLock { $0.configuration }
+        if Set(configuration.listen) != Set(old.listen), !configuration.listen.allSatisfy({ $0.port == 0 }) {
+            warnings.append("listen addresses do not change on reload; restart to apply")
+        }
+        if configuration.admin != old.admin, configuration.admin?.port != 0 {
+            warnings.append("the admin address does not change on reload; restart to apply")
+        }
+        configuration.listen = old.listen
+        configuration.admin = old.admin
+        configuration.loopCount = old.loopCount
+        current.withLock { context in
+            context = ProxyContext(configuration: configuration, shared: shared, generation: context.generation + 1)
+        }
+        reloadsSucceeded.add(1, ordering: .relaxed)
+        lastReload.withLock { $0 = now() }
+        return warnings
+    }
+
+    /// Counts a reload that was refused (the configuration stays as it was).
+    public func reloadFailed() {
+        reloadsFailed.add(1, ordering: .relaxed)
+    }
+
+    /// The generation new connections get: 1 at start, one more per successful reload.
+    public var generation: Int { current.withLock { $0.generation } }
+
+    // MARK: stop
+
+    /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
+    /// then ends the rest (each with its own record), flushes the log and calls `completion` with the
+    /// number of connections that were cut. `listenersClosed` runs once nothing accepts any more.
+    public func stop(grace: Double, listenersClosed: @escaping @Sendable () -> Void = {},
+                     completion: @escaping @Sendable (Int) -> Void) {
+        guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        let group = DispatchGroup()
+        for loop in loops {
+            loop.queue.async(group: group) {
+                loop.draining = true
+                for listener in loop.listeners { listener.detach() }
+                loop.listeners = []
+                for connection in Array(loop.connections.values) { connection.closeIfIdle() }
+            }
+        }
+        group.notify(queue: .global()) { [self] in
+            for fd in listenFDs { SystemCall.close(fd) }
+            listenersClosed()
+            waitForConnections(until: now() + grace, completion: completion)
+        }
+    }
+
+    private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
+        if shared.open.load(ordering: .relaxed) == 0 {
+            flushLog()
+            return completion(0)
+        }
+        if now() < deadline {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
+                waitForConnections(until: deadline, completion: completion)
+            }
+            return
+        }
+        var cut = 0
+        for loop in loops {
+            loop.queue.sync {
+                for connection in Array(loop.connections.values) {
+                    cut += 1
+                    connection.endAtShutdown()
+                }
+                shared.sink.flush(&loop.logBuffer)
+            }
+        }
+        completion(cut)
+    }
+
+    // MARK: health and metrics
+
+    /// Whether every loop ran its clock recently; otherwise which one is stuck.
+    public var health: (healthy: Bool, detail: String) {
+        let time = monotonicMilliseconds()
+        for (index, loop) in loops.enumerated() {
+            let silent = time - loop.lastTick.load(ordering: .relaxed)
+            if silent > 5_000 { return (false, "event loop \(index) has not run for \(silent / 1000) s") }
+        }
+        return (true, "ok")
+    }
+
+    /// Ready while accepting: false once a stop began.
+    public var isReady: Bool { !stopping.load(ordering: .relaxed) }
+
+    public var openConnections: Int { shared.open.load(ordering: .relaxed) }
+
+    /// Decision records written since the start.
+    public var decisionCount: Int { shared.decisions.load(ordering: .relaxed) }
+
+    /// Sums every loop's counters (each on its own queue) and renders /metrics on `queue`.
+    func renderMetrics(on queue: DispatchQueue, completion: @escaping (String) -> Void) {
+        let collected = Mutex(LoopMetrics())
+        let group = DispatchGroup()
+        for loop in loops {
+            loop.queue.async(group: group) {
+                let metrics = loop.metrics
+                collected.withLock { $0.add(metrics) }
+            }
+        }
+        group.notify(queue: queue) { [self] in
+            let gauges = ServerGauges(
+                connectionsOpen: openConnections, generation: generation,
+                reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
+                reloadsFailed: reloadsFailed.load(ordering: .relaxed),
+                lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
+                probeCache: [:], version: ProxyServer.version)
+            completion(PrometheusText.render(collected.withLock { $0 }, gauges))
+        }
+    }
+
+    /// The version /metrics reports; the executable sets it.
+    nonisolated(unsafe) public static var version = "unknown"
+
+    // MARK: accepting
+
     private func accept(on listenFD: Int32, loop: EventLoop) {
+        let context = current.withLock { $0 }
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
-            if context.counters.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
+            if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
                 return pause(loop)
             }
             var storage = sockaddr_storage()
@@ -124,7 +273,8 @@ public final class ProxyServer: @unchecked Sendable {
                 continue
             }
             Socket.setNoDelay(fd)
-            context.counters.open.add(1, ordering: .relaxed)
+            shared.open.add(1, ordering: .relaxed)
+            loop.metrics.connectionsAccepted += 1
             let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
             if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
                 connection.start()
@@ -149,11 +299,18 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// Below the cap again: every paused loop resumes accepting.
     private func connectionClosed() {
-        guard anyPaused.load(ordering: .relaxed),
-              context.counters.open.load(ordering: .relaxed) < context.configuration.maximumConnections else { return }
+        let cap = current.withLock { $0.configuration.maximumConnections }
+        guard anyPaused.load(ordering: .relaxed), shared.open.load(ordering: .relaxed) < cap else { return }
         anyPaused.store(false, ordering: .relaxed)
         for loop in loops { loop.queue.async { [self] in resume(loop) } }
     }
+}
+
+/// CLOCK_MONOTONIC in milliseconds (for liveness: wall-clock jumps must not look like a stall).
+func monotonicMilliseconds() -> Int64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
 }
 
 /// Lets the context reach the server without keeping it alive.

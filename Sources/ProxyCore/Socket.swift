@@ -68,4 +68,12 @@ enum Socket {
     static func shutdownWrite(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
+
+    /// Inherited sockets (socket activation) arrive blocking; the loops need them non-blocking.
+    static func setNonBlocking(_ fd: Int32) throws(SystemError) {
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
+            throw SystemError(call: "fcntl O_NONBLOCK on descriptor \(fd)", code: errno)
+        }
+    }
 }

@@ -10,9 +10,12 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run the ATS-enforcing HTTP proxy.",
         discussion: """
-            Every decision is logged to standard output, one record per line. Signals: SIGTERM and SIGINT \
-            stop the daemon (exit 0). It exits non-zero with a one-line cause on stderr when it cannot \
-            start (bad flag, port in use, unreadable policy).
+            Every decision is logged to standard output, one record per line (or to the journal). \
+            Signals: SIGHUP reloads the config file and policy (new connections use them, open ones \
+            keep theirs; a broken file keeps the running state); SIGTERM stops accepting, lets open \
+            connections finish for --grace-period seconds, then exits 0; SIGINT does the same with at \
+            most 1 second; a second SIGTERM or SIGINT exits at once. It exits non-zero with a one-line \
+            cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
             """
     )
 
@@ -47,8 +50,20 @@ struct RunCommand: ParsableCommand {
         """)
     var context: ContextChoice = .auto
 
-    @Option(name: .long, help: "Decision log format: json (one object per line) or text.")
-    var logFormat: LogFormat = .json
+    @Option(name: .long, help: """
+        Decision log format: json (one object per line on stdout), text, or journal (journald fields \
+        ATS_ACTION, ATS_REASON ...). Default: journal when stderr is connected to the journal, else json.
+        """)
+    var logFormat: LogFormat?
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Admin listener for /metrics, /healthz and /readyz (a bare port means 127.0.0.1:PORT); off unless given.
+        """, valueName: "host:port"))
+    var admin: String?
+
+    @Option(name: .long, help: ArgumentHelp("Seconds open connections get to finish after SIGTERM.",
+                                            valueName: "seconds"))
+    var gracePeriod = 10.0
 
     @Option(name: .long, help: "Most connections open at once; accepting pauses at the cap.")
     var maxConnections = 10_000
@@ -72,10 +87,13 @@ struct RunCommand: ParsableCommand {
         for timeout in [headTimeout, connectTimeout, idleTimeout] where !(timeout > 0) {
             throw ValidationError("timeouts must be positive")
         }
+        guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
     }
 
-    func run() throws {
+    /// The daemon's configuration from these flags (the config file already folded in), with the
+    /// policy loaded. Used at start and again on every reload.
+    func makeConfiguration() throws -> ProxyConfiguration {
         var configuration = ProxyConfiguration()
         configuration.engine = DecisionEngine(policy: try options.loadPolicy(), options: options.engineOptions)
         configuration.policyLabel = options.policy ?? "embedded"
@@ -87,28 +105,43 @@ struct RunCommand: ParsableCommand {
                 return address
             }
         }
+        if let admin {
+            let text = admin.allSatisfy(\.isNumber) ? "127.0.0.1:\(admin)" : admin
+            guard let address = SocketAddress(parsing: text) else {
+                throw CommandFailure(message: "--admin \(admin): expected IP:PORT or PORT, e.g. 127.0.0.1:9090")
+            }
+            configuration.admin = address
+        }
         configuration.mode = mode
         configuration.resolve = try Self.pins(resolve)
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
-        configuration.logFormat = logFormat
+        configuration.logFormat = logFormat ?? (Journal.isConnected ? .journal : .json)
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.maximumConnections = maxConnections
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
+        return configuration
+    }
 
+    func run() throws {
+        let configuration = try makeConfiguration()
         let server: ProxyServer
         do {
-            server = try ProxyServer(configuration: configuration)
-        } catch {
+            server = try ProxyServer(configuration: configuration, sink: Journal.sink(for: configuration.logFormat),
+                                     inherited: try ServiceManager.inheritedListeners())
+        } catch let error as SystemError {
             throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
         }
+        ProxyServer.version = AtsgateVersion.string
         server.start()
-        let addresses = server.boundAddresses.map(\.description).joined(separator: ", ")
-        FileHandle.standardError.write(Data(("atsgate: listening on \(addresses) (policy \(configuration.policyLabel), "
-            + "profile \(options.profile.rawValue), mode \(mode.rawValue))\n").utf8))
-        Self.stopOnSignals(server)
+        var where_ = server.boundAddresses.map(\.description).joined(separator: ", ")
+        if let adminAddress = server.adminAddress { where_ += "; admin on \(adminAddress)" }
+        ServiceManager.say("listening on \(where_) (policy \(configuration.policyLabel), "
+            + "profile \(options.profile.rawValue), mode \(mode.rawValue))")
+        ServiceLifecycle(server: server, arguments: Array(CommandLine.arguments.dropFirst()),
+                         gracePeriod: gracePeriod).start()
         dispatchMain()
     }
 
@@ -127,21 +160,6 @@ struct RunCommand: ParsableCommand {
         return pins
     }
 
-    /// SIGTERM and SIGINT: flush the decision log and exit 0.
-    private static func stopOnSignals(_ server: ProxyServer) {
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
-            source.setEventHandler {
-                server.flushLog()
-                Foundation.exit(0)
-            }
-            source.resume()
-            signalSources.append(source)
-        }
-    }
-
-    nonisolated(unsafe) private static var signalSources: [DispatchSourceSignal] = []
 }
 
 extension ProxyMode: ExpressibleByArgument {}

@@ -1,0 +1,45 @@
+import ATSPolicy
+import Synchronization
+
+/// One configuration generation: what every connection accepted under it shares. A reload makes a
+/// new generation; connections keep the one they were accepted under to the end, so an open tunnel
+/// is never re-judged halfway.
+final class ProxyContext: Sendable {
+    /// The pseudonym in Via headers; a request that already carries it is looping.
+    static let viaToken = "atsgate"
+
+    let configuration: ProxyConfiguration
+    let log: DecisionLog
+    let resolver: Resolver
+    let shared: ServerShared
+    /// 1 for the configuration the daemon started with, then one more per successful reload.
+    let generation: Int
+
+    init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
+        self.configuration = configuration
+        self.shared = shared
+        self.generation = generation
+        log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
+        resolver = Resolver(pinned: configuration.resolve)
+    }
+
+    func connectionClosed() {
+        shared.open.subtract(1, ordering: .relaxed)
+        shared.onConnectionClosed()
+    }
+}
+
+/// What outlives reloads: the connection count, the log's output, and the server's callback.
+final class ServerShared: Sendable {
+    /// Connections open now (for --max-connections and draining).
+    let open = Atomic<Int>(0)
+    /// Decision records written since the start (for the service status line).
+    let decisions = Atomic<Int>(0)
+    let sink: LogSink
+    let onConnectionClosed: @Sendable () -> Void
+
+    init(sink: LogSink, onConnectionClosed: @escaping @Sendable () -> Void) {
+        self.sink = sink
+        self.onConnectionClosed = onConnectionClosed
+    }
+}

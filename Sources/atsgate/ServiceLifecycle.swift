@@ -1,0 +1,143 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import ProxyCore
+
+/// What the daemon does on each signal, in one place:
+///
+/// | signal  | meaning                                                                   |
+/// | ------- | ------------------------------------------------------------------------- |
+/// | SIGHUP  | reload config and policy off the event loops; a broken one is refused and the running state kept |
+/// | SIGTERM | stop accepting, let open connections finish for the grace period, exit 0 |
+/// | SIGINT  | the same with at most 1 second of grace                                   |
+/// | second SIGTERM/SIGINT | flush the log and exit 0 at once                            |
+/// | SIGPIPE | ignored (the relay handles EPIPE)                                         |
+///
+/// The service manager hears of each step (READY, RELOADING, STOPPING, STATUS, WATCHDOG).
+final class ServiceLifecycle: @unchecked Sendable {
+    private let server: ProxyServer
+    private let arguments: [String]
+    private let gracePeriod: Double
+    /// Reloads run one at a time, off the event loops and off the signal queue.
+    private let reloadQueue = DispatchQueue(label: "atsgate.reload")
+    private var sources: [DispatchSourceSignal] = []
+    private var stopping = false
+    private var lastReload = "none"
+
+    init(server: ProxyServer, arguments: [String], gracePeriod: Double) {
+        self.server = server
+        self.arguments = arguments
+        self.gracePeriod = gracePeriod
+    }
+
+    func start() {
+        on(SIGHUP) { [self] in reload() }
+        on(SIGTERM) { [self] in stop(grace: gracePeriod, signal: "SIGTERM") }
+        on(SIGINT) { [self] in stop(grace: min(gracePeriod, 1), signal: "SIGINT") }
+        ServiceManager.ready(status: status())
+        startWatchdog()
+        // The status line's counts move; refresh it now and then (cheap: one datagram).
+        let timer = DispatchSource.makeTimerSource(queue: .main)
+        timer.schedule(deadline: .now() + 5, repeating: 5)
+        timer.setEventHandler { [self] in if !stopping { ServiceManager.status(status()) } }
+        timer.resume()
+        statusTimer = timer
+    }
+
+    private var statusTimer: DispatchSourceTimer?
+    private var watchdogTimer: DispatchSourceTimer?
+
+    private func on(_ signalNumber: Int32, _ handler: @escaping () -> Void) {
+        signal(signalNumber, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
+        source.setEventHandler(handler: handler)
+        source.resume()
+        sources.append(source)
+    }
+
+    private func status() -> String {
+        "\(server.openConnections) connections open, \(server.decisionCount) decisions, "
+            + "configuration \(server.generation), last reload: \(lastReload)"
+    }
+
+    // MARK: reload
+
+    private func reload() {
+        guard !stopping else { return }
+        ServiceManager.reloading()
+        reloadQueue.async { [self] in
+            let outcome = Result { try ServiceLifecycle.configuration(from: arguments) }
+            DispatchQueue.main.async { [self] in
+                switch outcome {
+                case .success(let configuration):
+                    let warnings = server.reload(configuration)
+                    lastReload = "ok at \(ServiceLifecycle.clockTime()) (configuration \(server.generation))"
+                    ServiceManager.say("reloaded: new connections use configuration \(server.generation) "
+                        + "(policy \(configuration.policyLabel))")
+                    for warning in warnings { ServiceManager.say("reload: \(warning)") }
+                    ServiceManager.ready(status: status())
+                case .failure(let error):
+                    server.reloadFailed()
+                    let problem = (error as? CommandFailure)?.message ?? RunCommand.message(for: error)
+                    lastReload = "failed at \(ServiceLifecycle.clockTime())"
+                    ServiceManager.say("reload failed, keeping configuration \(server.generation): \(problem)")
+                    ServiceManager.ready(status: "Reload failed: \(problem)")
+                }
+            }
+        }
+    }
+
+    /// Reads the config file and policy again exactly as at start (the same arguments).
+    static func configuration(from arguments: [String]) throws -> ProxyConfiguration {
+        let expanded = try ConfigFile.expand(arguments)
+        let command: RunCommand
+        do {
+            command = try RunCommand.parse(Array(expanded.dropFirst()))
+        } catch {
+            throw CommandFailure(message: RunCommand.message(for: error))
+        }
+        return try command.makeConfiguration()
+    }
+
+    private static func clockTime() -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd'T'HH:mm:ssZ"
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        return formatter.string(from: Date())
+    }
+
+    // MARK: stop
+
+    private func stop(grace: Double, signal name: String) {
+        if stopping {
+            // Asked twice: do not wait any longer.
+            server.flushLog()
+            Foundation.exit(0)
+        }
+        stopping = true
+        let open = server.openConnections
+        ServiceManager.stopping(status: "Stopping (\(name)): draining \(open) connections for up to \(grace) s")
+        server.stop(grace: grace, listenersClosed: {
+            ServiceManager.say("\(name): stopping; \(open) connections get up to \(grace) s to finish")
+        }) { cut in
+            if cut > 0 { ServiceManager.say("stopped; \(cut) connections were cut at the end of the grace period") }
+            Foundation.exit(0)
+        }
+    }
+
+    // MARK: watchdog
+
+    /// WATCHDOG=1 at half the interval the service manager asked for, but only while every event loop
+    /// keeps running: a stuck loop stops the pings and systemd restarts the service.
+    private func startWatchdog() {
+        guard let interval = ServiceManager.watchdogInterval else { return }
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "atsgate.watchdog"))
+        let period = DispatchTimeInterval.microseconds(Int(interval / 2 * 1_000_000))
+        timer.schedule(deadline: .now(), repeating: period)
+        timer.setEventHandler { [server] in
+            if server.health.healthy { ServiceManager.watchdog() }
+        }
+        timer.resume()
+        watchdogTimer = timer
+    }
+}
