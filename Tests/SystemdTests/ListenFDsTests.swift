@@ -89,7 +89,7 @@ func listenFDsChild() throws {
 
 /// Starts this test binary's `listenFDsChild` with `sockets` at descriptors 3, 4 ... and LISTEN_FDS,
 /// LISTEN_FDNAMES and LISTEN_PID set as systemd sets them (a shell sets LISTEN_PID to its own PID
-/// and execs, keeping it), and returns the child's report lines.
+/// and execs, which keeps the PID), and returns the child's report lines.
 private func runActivatedChild(sockets: [Int32], names: String?) throws -> [String] {
     let report = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-listen-\(UUID().uuidString)").path
     defer { unlink(report) }
@@ -97,7 +97,13 @@ private func runActivatedChild(sockets: [Int32], names: String?) throws -> [Stri
     environment["LISTEN_FDS"] = String(sockets.count)
     environment["LISTEN_FDNAMES"] = names
     environment[reportVariable] = report
-    let arguments = ["/bin/sh", "-c", "export LISTEN_PID=$$; exec \"$@\"", "sh", CommandLine.arguments[0],
+    // Like systemd, pass nothing but the sockets: other tests' pipes must not stay open in the child.
+    let script = """
+        export LISTEN_PID=$$
+        for fd in /proc/self/fd/*; do n=${fd##*/}; [ "$n" -gt \(2 + sockets.count) ] && eval "exec $n>&-"; done 2>/dev/null
+        exec "$@"
+        """
+    let arguments = ["/bin/bash", "-c", script, "bash", CommandLine.arguments[0],
                      "--testing-library", "swift-testing", "--filter", "listenFDsChild"]
 
     var actions = posix_spawn_file_actions_t()
@@ -115,7 +121,7 @@ private func runActivatedChild(sockets: [Int32], names: String?) throws -> [Stri
     let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
     defer { (argv + envp).forEach { free($0) } }
     var pid = pid_t()
-    let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, argv, envp)
+    let spawned = posix_spawn(&pid, "/bin/bash", &actions, nil, argv, envp)
     guard spawned == 0 else { throw SinkError("posix_spawn: \(String(cString: strerror(spawned)))") }
 
     var status: Int32 = 0
