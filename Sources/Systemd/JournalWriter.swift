@@ -11,6 +11,7 @@ public struct JournalWriter: Sendable {
         try send(JournalEntry(message: message, priority: priority, fields: fields))
     }
 
+    /// Sends a record built (and checked) beforehand.
     public func send(_ entry: JournalEntry) throws {
         let result = entry.withIOVecs { vectors in
             sd_journal_sendv(vectors.baseAddress, Int32(vectors.count))

@@ -64,7 +64,7 @@ public struct ServiceNotifier: Sendable {
     }
 
     /// CLOCK_MONOTONIC in microseconds, the clock MONOTONIC_USEC is read against.
-    public static func monotonicMicroseconds() -> UInt64 {
+    static func monotonicMicroseconds() -> UInt64 {
         var now = timespec()
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1_000
