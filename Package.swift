@@ -57,6 +57,7 @@ let package = Package(
 
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate"]),
     ]

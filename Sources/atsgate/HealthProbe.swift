@@ -1,0 +1,156 @@
+import Glibc
+
+/// One HTTP/1.1 GET over a plain socket, bounded by a deadline, reading only the status line: all a
+/// health check needs, without curl or URLSession in the image.
+struct HealthProbe {
+    /// Where to connect: a host (IP literal or name) and a port.
+    struct Target: Equatable {
+        var host: String
+        var port: Int
+
+        /// `HOST:PORT`, `[IPv6]:PORT`.
+        init?(parsing text: String) {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            var host = text[..<colon]
+            if host.hasPrefix("[") {
+                guard host.hasSuffix("]") else { return nil }
+                host = host.dropFirst().dropLast()
+            } else if host.contains(":") {
+                return nil // IPv6 needs brackets
+            }
+            let portText = text[text.index(after: colon)...]
+            guard !host.isEmpty, !portText.isEmpty, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let port = Int(portText), (1...65535).contains(port) else { return nil }
+            self.host = String(host)
+            self.port = port
+        }
+
+        /// The Host header's value.
+        var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// The answer's status: the code and the status line after the version, e.g. "503 Service Unavailable".
+    struct Status: Equatable {
+        var code: Int
+        var text: String
+    }
+
+    /// Why there is no status: one line for the user.
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    var target: Target
+    var path: String
+    var timeout: Duration
+
+    func get() throws(Failure) -> Status {
+        let deadline = ContinuousClock.now + timeout
+        let fd = try connect(before: deadline)
+        defer { close(fd) }
+        let request = "GET \(path) HTTP/1.1\r\nHost: \(target.authority)\r\nUser-Agent: atsgate-health\r\n"
+            + "Accept: */*\r\nConnection: close\r\n\r\n"
+        try send(Array(request.utf8), on: fd, before: deadline)
+        return try readStatus(from: fd, before: deadline)
+    }
+
+    /// Tries each address the host resolves to (a name may give ::1 and 127.0.0.1) until one accepts.
+    private func connect(before deadline: ContinuousClock.Instant) throws(Failure) -> Int32 {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG
+        var list: UnsafeMutablePointer<addrinfo>?
+        let resolved = getaddrinfo(target.host, String(target.port), &hints, &list)
+        guard resolved == 0, let list else {
+            throw Failure("cannot resolve \(target.host): \(String(cString: gai_strerror(resolved)))")
+        }
+        defer { freeaddrinfo(list) }
+        var lastError = Failure("no address for \(target.host)")
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let address = entry?.pointee {
+            entry = address.ai_next
+            let fd = socket(address.ai_family, address.ai_socktype | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue),
+                            address.ai_protocol)
+            guard fd >= 0 else { lastError = Failure("socket: \(errorText())"); continue }
+            if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) == 0 { return fd }
+            guard errno == EINPROGRESS else {
+                lastError = Failure("cannot connect: \(errorText())")
+                close(fd)
+                continue
+            }
+            do {
+                try wait(for: Int16(POLLOUT), on: fd, before: deadline, doing: "connecting")
+            } catch {
+                close(fd)
+                throw error
+            }
+            var code: Int32 = 0
+            var length = socklen_t(MemoryLayout<Int32>.size)
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
+            if code == 0 { return fd }
+            lastError = Failure("cannot connect: \(String(cString: strerror(code)))")
+            close(fd)
+        }
+        throw lastError
+    }
+
+    private func send(_ bytes: [UInt8], on fd: Int32, before deadline: ContinuousClock.Instant) throws(Failure) {
+        var offset = 0
+        while offset < bytes.count {
+            try wait(for: Int16(POLLOUT), on: fd, before: deadline, doing: "sending the request")
+            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if sent < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                throw Failure("sending the request: \(errorText())")
+            }
+            offset += sent
+        }
+    }
+
+    /// Reads until the first CRLF; a status line longer than 8 KiB is not an HTTP server's.
+    private func readStatus(from fd: Int32, before deadline: ContinuousClock.Instant) throws(Failure) -> Status {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !received.contains(UInt8(ascii: "\n")), received.count < 8192 {
+            try wait(for: Int16(POLLIN), on: fd, before: deadline, doing: "waiting for the answer")
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                throw Failure("reading the answer: \(errorText())")
+            }
+            if count == 0 { break }
+            received += buffer[..<count]
+        }
+        let line = String(decoding: received.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+            .trimmingSuffix("\r")
+        guard let match = line.wholeMatch(of: /HTTP\/1\.[01] ([0-9]{3})(?: .*)?/), let code = Int(match.1) else {
+            throw Failure(received.isEmpty ? "closed without an answer" : "not an HTTP answer: \(line.prefix(80))")
+        }
+        return Status(code: code, text: String(line.dropFirst("HTTP/1.1 ".count)))
+    }
+
+    private func wait(for events: Int16, on fd: Int32, before deadline: ContinuousClock.Instant,
+                      doing activity: String) throws(Failure) {
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw Failure("no answer within \(Self.seconds(timeout)) (\(activity))") }
+            var request = pollfd(fd: fd, events: events, revents: 0)
+            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
+            let ready = poll(&request, 1, milliseconds)
+            if ready > 0 { return }
+            if ready < 0, errno != EINTR { throw Failure("poll: \(errorText())") }
+        }
+    }
+
+    private static func seconds(_ duration: Duration) -> String {
+        let value = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        return value == value.rounded() ? "\(Int(value))s" : "\(value)s"
+    }
+}
+
+private func errorText() -> String { String(cString: strerror(errno)) }
+
+private extension String {
+    func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
+}
