@@ -3,23 +3,62 @@ import ProxyCore
 import Systemd
 
 /// The daemon's side of the service manager (systemd): readiness and status notifications, the
-/// watchdog, inherited sockets, and one-line operator messages on stderr.
+/// watchdog, inherited sockets, and one-line operator messages on stderr. Outside systemd
+/// (no NOTIFY_SOCKET, no LISTEN_FDS) the notifications do nothing.
 enum ServiceManager {
+    private static let notifier = ServiceNotifier()
+
     static func say(_ line: String) {
         FileHandle.standardError.write(Data("atsgate: \(line)\n".utf8))
     }
 
-    static func ready(status: String) {}
-    static func reloading() {}
-    static func stopping(status: String) {}
-    static func status(_ text: String) {}
-    static func watchdog() {}
-    static var watchdogInterval: Double? { nil }
-    static func inheritedListeners() throws -> ProxyServer.InheritedListeners { .init() }
+    // A notification that cannot be sent is not worth stopping the proxy for; systemd notices a
+    // missing READY or WATCHDOG on its own.
+    static func ready(status: String) { try? notifier.ready(status: status) }
+    static func reloading() { try? notifier.reloading(status: "Reloading configuration") }
+    static func stopping(status: String) { try? notifier.stopping(status: status) }
+    static func status(_ text: String) { try? notifier.status(text) }
+    static func watchdog() { try? notifier.watchdog() }
+
+    /// WATCHDOG_USEC in seconds, when systemd expects pings.
+    static var watchdogInterval: Double? {
+        notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
+    }
+
+    /// Sockets systemd bound for us (socket activation), by their FileDescriptorName role.
+    static func inheritedListeners() throws -> ProxyServer.InheritedListeners {
+        let sockets: [InheritedSocket]
+        do {
+            sockets = try ListenFDs.inherited()
+        } catch {
+            throw CommandFailure(message: "socket activation: \(error)", exitCode: 1)
+        }
+        var listeners = ProxyServer.InheritedListeners()
+        for socket in sockets {
+            switch socket.role {
+            case .proxy: listeners.proxy.append(socket.fd)
+            case .admin: listeners.admin.append(socket.fd)
+            }
+        }
+        return listeners
+    }
 }
 
 /// journald as the decision log's destination.
 enum Journal {
-    static var isConnected: Bool { false }
-    static func sink(for format: LogFormat) -> LogSink { LogSink() }
+    /// stderr is the journal (systemd sets JOURNAL_STREAM): records go there as fields by default.
+    static var isConnected: Bool { JournalWriter.isJournalStream() }
+
+    static func sink(for format: LogFormat) -> LogSink {
+        guard format == .journal else { return LogSink() }
+        let writer = JournalWriter()
+        return LogSink(structured: { message, priority, fields in
+            do {
+                try writer.send(message: message, priority: Int(priority), fields: fields)
+            } catch {
+                // The journal refused it: the record still goes somewhere a human can find it.
+                FileHandle.standardError.write(Data("atsgate: journal: \(error): \(message)\n".utf8))
+            }
+        })
+    }
 }
