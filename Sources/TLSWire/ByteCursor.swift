@@ -30,7 +30,7 @@ struct ByteCursor {
 
     private func need(_ count: Int, _ field: String) throws(TLSWireError) {
         guard count <= remaining else {
-            throw failure("\(field) needs \(count) bytes, \(remaining) left")
+            throw failure("\(field) needs \(Self.bytes(count)), \(remaining) left")
         }
     }
 
@@ -83,6 +83,10 @@ struct ByteCursor {
     }
 
     func expectEnd(_ field: String) throws(TLSWireError) {
-        guard isAtEnd else { throw failure("\(remaining) unexpected bytes after \(field)") }
+        guard isAtEnd else { throw failure("\(Self.bytes(remaining)) left over after \(field)") }
+    }
+
+    private static func bytes(_ count: Int) -> String {
+        count == 1 ? "1 byte" : "\(count) bytes"
     }
 }

@@ -40,7 +40,7 @@ public struct TLSHandshakeReader: Sendable {
 
     /// Takes the next bytes of the stream; returns the handshake messages they complete, in order.
     /// Incomplete input returns `[]` and waits for more; after the handshake's plaintext ends, every
-    /// call returns `[]`.
+    /// call returns `[]`. A call that throws returns none of the messages its bytes completed.
     public mutating func feed(_ bytes: UnsafeRawBufferPointer) throws(TLSWireError) -> [HandshakeMessage] {
         if let failure { throw failure }
         var messages: [HandshakeMessage] = []
@@ -166,7 +166,7 @@ public struct TLSHandshakeReader: Sendable {
             try extractMessages(into: &messages)
         case .changeCipherSpec where skipsChangeCipherSpec && message.isEmpty:
             guard payload.count == 1, payload.first == 1 else {
-                throw .malformed(message: "ChangeCipherSpec", reason: "\(payload.count) bytes, not the single byte 1")
+                throw .malformed(message: "ChangeCipherSpec", reason: "a compatibility record must be the single byte 0x01")
             }
             skipsChangeCipherSpec = false
         case .changeCipherSpec, .applicationData, .heartbeat:
