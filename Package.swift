@@ -13,6 +13,7 @@ let package = Package(
     targets: [
         // Pure Swift, no I/O: policy loading, classification, the decision engine, lint.
         .target(name: "ATSPolicy"),
+        .target(name: "TLSWire"),
 
         // System libraries. Exactly one Swift target imports each of them.
         .systemLibrary(
@@ -56,6 +57,7 @@ let package = Package(
         ),
 
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
+        .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
