@@ -46,7 +46,8 @@ public struct ProbeFailure: Error, Sendable, CustomStringConvertible {
     public var code: Code
     /// Names the host and what went wrong, and for ATS reasons what would change the outcome.
     public var message: String
-    /// What a handshake with no restriction negotiated, when one was made to explain the failure.
+    /// What a handshake with no restriction negotiated, when one was made to explain the failure; its
+    /// certificate is judged under the probe's requirements all the same.
     public var unrestricted: NegotiatedSession?
 
     public init(code: Code, message: String, unrestricted: NegotiatedSession? = nil) {

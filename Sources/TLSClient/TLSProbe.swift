@@ -48,7 +48,7 @@ public struct TLSProbe: Sendable {
             case .handshakeFailed(let failure):
                 result.address = address
                 result.failure = explain(failure, address: address, target: target, requirements: requirements,
-                                         now: now)
+                                         pin: pin, now: now)
             }
             return result
         }
@@ -123,12 +123,15 @@ public struct TLSProbe: Sendable {
 
     /// Turns a failed handshake into tls-version, cipher-suite or a plain handshake failure.
     private func explain(_ first: HandshakeFailure, address: String, target: ProbeTarget,
-                         requirements: Requirements, now: Date) -> ProbeFailure {
+                         requirements: Requirements, pin: PinnedDomain?, now: Date) -> ProbeFailure {
         if first.failure.code == .timeout { return first.failure }
         let host = target.host
         let restricts = requirements.minimumTLSVersion != nil || requirements.cipherPolicy != .any
         if restricts,
-           case .negotiated(let open) = attempt(address: address, target: target, requirements: .none, pin: nil, now: now) {
+           case .negotiated(var open) = attempt(address: address, target: target, requirements: .none, pin: nil, now: now) {
+            // The certificate is the same whatever the handshake offered: judge it by the real requirements.
+            open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
+                                                             requirements: requirements, pin: pin, store: store, now: now)
             if let minimum = requirements.minimumTLSVersion, let spoken = open.tlsVersion, spoken < minimum {
                 return ProbeFailure(code: .tlsVersion,
                                     message: "\(host) speaks at most \(spoken.rawValue); the requirements need"

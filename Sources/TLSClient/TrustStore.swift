@@ -33,12 +33,18 @@ public final class TrustStore: @unchecked Sendable {
     deinit { X509_STORE_free(pointer) }
 
     private static func addCertificates(from file: String, to store: OpaquePointer) throws(TrustStoreError) -> Int {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+            throw TrustStoreError(file: file, problem: "no such file")
+        }
+        guard !isDirectory.boolValue else { throw TrustStoreError(file: file, problem: "is a directory, not a PEM file") }
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: file))
         } catch {
-            let reason = (error as NSError).userInfo[NSUnderlyingErrorKey].map { "\($0)" }
-            throw TrustStoreError(file: file, problem: "cannot read it" + (reason.map { " (\($0))" } ?? ""))
+            let code = (error as NSError).domain == NSPOSIXErrorDomain ? Int32((error as NSError).code) : 0
+            throw TrustStoreError(file: file, problem: "cannot read it: "
+                                  + (code != 0 ? String(cString: strerror(code)) : error.localizedDescription))
         }
         let result: Result<Int, TrustStoreError> = data.withUnsafeBytes { bytes in
             guard let bio = MemoryBIO(reading: bytes) else {
