@@ -28,7 +28,7 @@ let package = Package(
         ),
         // GNU calls Swift cannot import (splice, pipe2, accept4).
         .target(name: "CAtsgateShims"),
-        .target(name: "TLSClient", dependencies: ["COpenSSL"]),
+        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
 
         // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
@@ -60,6 +60,7 @@ let package = Package(
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate"]),
     ]

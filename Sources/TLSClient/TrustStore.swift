@@ -1,0 +1,83 @@
+import COpenSSL
+import Foundation
+
+/// The roots a certificate chain may lead to (R15): the system's default store plus the PEM CA files
+/// an operator configured ("installed by the user or a system administrator").
+///
+/// Owns an `X509_STORE*` and frees it in deinit. Built once, then only read: OpenSSL locks the store
+/// internally for verification from several threads.
+public final class TrustStore: @unchecked Sendable {
+    let pointer: OpaquePointer
+    /// The extra CA files, as given.
+    public let caFiles: [String]
+    /// How many certificates the CA files held.
+    public let extraCertificateCount: Int
+
+    /// The system store, plus every certificate of each PEM file in `caFiles`.
+    /// Throws when a file cannot be read or holds no certificate, naming the file.
+    public init(caFiles: [String] = []) throws(TrustStoreError) {
+        guard let store = X509_STORE_new() else { throw TrustStoreError(file: nil, problem: "out of memory") }
+        pointer = store
+        self.caFiles = caFiles
+        OpenSSLErrorQueue.clear()
+        // A missing system bundle is not an error: the CA files may be all the operator trusts.
+        X509_STORE_set_default_paths(store)
+        OpenSSLErrorQueue.clear()
+        var added = 0
+        for file in caFiles {
+            added += try Self.addCertificates(from: file, to: store)
+        }
+        extraCertificateCount = added
+    }
+
+    deinit { X509_STORE_free(pointer) }
+
+    private static func addCertificates(from file: String, to store: OpaquePointer) throws(TrustStoreError) -> Int {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
+            throw TrustStoreError(file: file, problem: "no such file")
+        }
+        guard !isDirectory.boolValue else { throw TrustStoreError(file: file, problem: "is a directory, not a PEM file") }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            let code = (error as NSError).domain == NSPOSIXErrorDomain ? Int32((error as NSError).code) : 0
+            throw TrustStoreError(file: file, problem: "cannot read it: "
+                                  + (code != 0 ? String(cString: strerror(code)) : error.localizedDescription))
+        }
+        let result: Result<Int, TrustStoreError> = data.withUnsafeBytes { bytes in
+            guard let bio = MemoryBIO(reading: bytes) else {
+                return .failure(TrustStoreError(file: file, problem: "out of memory"))
+            }
+            var count = 0
+            while let certificate = PEM_read_bio_X509(bio.pointer, nil, nil, nil) {
+                let owned = X509Certificate(taking: certificate)
+                // A certificate listed twice (in the system store and the file) is fine.
+                X509_STORE_add_cert(store, owned.pointer)
+                OpenSSLErrorQueue.clear()
+                count += 1
+            }
+            // The loop ends on "no start line" at the end of the file: that is not an error.
+            OpenSSLErrorQueue.clear()
+            return .success(count)
+        }
+        let count = try result.get()
+        guard count > 0 else {
+            throw TrustStoreError(file: file, problem: "holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)")
+        }
+        return count
+    }
+}
+
+/// A CA file that cannot serve as a trust anchor.
+public struct TrustStoreError: Error, CustomStringConvertible, Sendable {
+    /// The file at fault, nil when the store itself could not be made.
+    public var file: String?
+    public var problem: String
+
+    public var description: String {
+        guard let file else { return "trust store: \(problem)" }
+        return "CA file \(file): \(problem)"
+    }
+}
