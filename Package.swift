@@ -36,7 +36,7 @@ let package = Package(
         // Dispatch sources; the target keeps Swift 5 mode, and queue confinement is the rule in its code.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "CAtsgateShims"],
+            dependencies: ["ATSPolicy", "CAtsgateShims", "TLSWire", "TLSClient"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 

@@ -11,6 +11,8 @@ public enum BlockReason: String, Sendable, CaseIterable {
     case cleartextInTunnel = "cleartext-in-tunnel"
     case tlsVersion = "tls-version"
     case cipherSuite = "cipher-suite"
+    /// The ClientHello's server name differs from the CONNECT host (the proxy's own rule, not ATS).
+    case sniMismatch = "sni-mismatch"
     case certificateUntrusted = "certificate-untrusted"
     case certificateExpired = "certificate-expired"
     case certificateHostname = "certificate-hostname"

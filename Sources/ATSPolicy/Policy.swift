@@ -60,7 +60,7 @@ public struct ExceptionEntry: Sendable, Equatable {
 }
 
 /// One NSPinnedDomains entry (R17). Identities are SHA-256 digests of SubjectPublicKeyInfo.
-public struct PinnedDomain: Sendable, Equatable {
+public struct PinnedDomain: Sendable, Hashable {
     public var key: String
     public var includesSubdomains: Bool
     /// nil when the array is absent; entries that are not valid base64 SHA-256 digests are dropped.

@@ -9,7 +9,7 @@ public enum CipherPolicy: String, Sendable {
 }
 
 /// What a destination must satisfy on the wire (R10, R13).
-public struct Requirements: Sendable, Equatable {
+public struct Requirements: Sendable, Hashable {
     public var cleartextAllowed: Bool
     /// nil when no minimum applies (ATS off or exempt).
     public var minimumTLSVersion: TLSVersion?

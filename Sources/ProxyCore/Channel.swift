@@ -62,11 +62,7 @@ final class Channel {
 
     func close() {
         guard !closed else { return }
-        closed = true
-        poller.remove(self, registered: registered)
-        registered = false
-        readHandler = nil
-        writeHandler = nil
+        detach()
         SystemCall.close(fd)
     }
 }

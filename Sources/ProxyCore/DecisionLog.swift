@@ -28,6 +28,13 @@ struct LogRecord {
     var enforced: Bool
     var status: Int?
     var upstreamIP: String?
+    /// What the TLS handshake showed (CONNECT inspection, or the upstream of an upgrade).
+    var tlsVersion: String?
+    var cipher: String?
+    var sni: String?
+    var certificate: ServerJudgement.CertificateFacts?
+    /// Certificate findings tolerated because the host allows cleartext (R15).
+    var toleratedFindings: [String] = []
     var bytesUp = 0
     var bytesDown = 0
     var durationMilliseconds = 0.0
@@ -51,14 +58,22 @@ struct LogRecord {
             ("reason", .optional(reason ?? decision?.reason?.rawValue)),
             ("message", .optional(message ?? decision?.message)),
             ("enforced", .bool(enforced)),
-            ("tls_version", .null),
-            ("cipher", .null),
+            ("tls_version", .optional(tlsVersion)),
+            ("cipher", .optional(cipher)),
             ("upstream_ip", .optional(upstreamIP)),
             ("bytes_up", .int(bytesUp)),
             ("bytes_down", .int(bytesDown)),
             ("duration_ms", .double((durationMilliseconds * 1000).rounded() / 1000)),
         ]
         if let status { fields.append(("status", .int(status))) }
+        if let sni { fields.append(("sni", .string(sni))) }
+        if let certificate {
+            fields.append(("cert_subject", .string(certificate.subject)))
+            fields.append(("cert_issuer", .string(certificate.issuer)))
+            fields.append(("cert_key", .string(certificate.key)))
+            fields.append(("cert_signature", .string(certificate.signatureAlgorithm)))
+        }
+        if !toleratedFindings.isEmpty { fields.append(("cert_tolerated", .array(toleratedFindings.map { .string($0) }))) }
         if let decision { fields.append(("rule", .string(decision.rule))) }
         if let requirements, requirements.minimumTLSVersion != nil {
             fields.append(("minimum_tls_version", .optional(requirements.minimumTLSVersion?.rawValue)))
@@ -73,6 +88,8 @@ struct LogRecord {
         var line = "\(LogRecord.timestamp(time)) \(client) \(method) \(target) \(verdict.uppercased())"
         if let code { line += " \(code)" }
         if !enforced { line += " (report only)" }
+        if let tlsVersion { line += " \(tlsVersion)" }
+        if let cipher { line += " \(cipher)" }
         line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
         if let text = message ?? decision?.message {
             // One record, one line: a policy value with a newline must not split it.

@@ -1,4 +1,5 @@
 import ATSPolicy
+import TLSClient
 
 /// Whether blocks are enforced or only logged.
 public enum ProxyMode: String, Sendable, CaseIterable {
@@ -30,8 +31,40 @@ public struct ProxyConfiguration: Sendable {
     public var idleTimeout = 300.0
     /// The admin listener (/metrics, /healthz, /readyz); none when nil.
     public var admin: SocketAddress?
+    /// Whether CONNECT tunnels' TLS handshakes are inspected (R14-R17). Off, TLS is only recognised.
+    public var tlsInspection = true
+    /// When server certificates are judged (see CertificateMode).
+    public var certificateMode: CertificateMode = .before
+    /// What a ClientHello naming another host than the CONNECT does.
+    public var sniMismatch: SNIMismatchAction = .block
+    /// Roots for certificate checks: the system store plus --ca-file; nil for the system store only.
+    public var trustStore: TrustStore?
+    /// Seconds a certificate verdict is reused, and how many are kept.
+    public var verdictTimeToLive = 300.0
+    public var verdictCacheCapacity = 4096
+    /// Seconds the inspected part of a TLS handshake may take.
+    public var handshakeTimeout = 10.0
+    /// Where `--cleartext upgrade` connects: port 80 goes to 443, others stay, unless mapped here.
+    public var upgradePorts: [Int: Int] = [80: 443]
     /// Serial queues of the event loop; one per core by default.
     public var loopCount = 0
 
     public init() {}
+}
+
+/// When a server's certificate is judged (R15, R17).
+public enum CertificateMode: String, Sendable, CaseIterable {
+    /// Hold the server's first flight until the verdict (cached verdicts answer at once).
+    case before
+    /// Let the handshake go on and cut the tunnel if the verdict fails.
+    case parallel
+    /// Do not judge certificates (version and cipher are still checked).
+    case off
+}
+
+/// What a ClientHello whose server name differs from the CONNECT host does.
+public enum SNIMismatchAction: String, Sendable, CaseIterable {
+    case block
+    /// Log it and let the handshake go on.
+    case log
 }

@@ -30,6 +30,8 @@ extension ProxyConnection {
             return answer(status: 403, headers: atsHeaders("block", decision.reason?.rawValue),
                           reason: nil, message: nil, body: decision.message + "\n",
                           keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
+        case .upgrade where enforced && decision.upgradeVia == .upgrade:
+            return upgrade(head, destination: destination, decision: decision)
         case .upgrade where enforced && decision.upgradeVia == .redirect:
             let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
                 + originForm(head.target)
@@ -123,7 +125,7 @@ extension ProxyConnection {
     func exchangeWriteUpstream() {
         guard var current = exchange, let upstream else { return }
         while !current.toUpstream.isEmpty {
-            let outcome = current.toUpstream.withUnsafeBytes { try? SystemCall.write(upstream.fd, $0) }
+            let outcome = current.toUpstream.withUnsafeBytes { upstreamWrite($0) }
             guard case .done(let n)? = outcome else {
                 exchange = current
                 if outcome == .wouldBlock { return upstream.wantWrite(true) }
@@ -140,7 +142,7 @@ extension ProxyConnection {
     func exchangeReadUpstream() {
         guard var current = exchange, let upstream else { return }
         readLoop: while current.toClient.count <= Self.bufferLimit {
-            switch try? SystemCall.read(upstream.fd, into: loop.scratch) {
+            switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
                 current.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
                 lastActivity = now()
@@ -245,11 +247,14 @@ extension ProxyConnection {
         record.bytesDown = current.bytesDown
         exchange = nil
         log()
-        if current.reusable, !current.upstreamEnded, current.body.isComplete, let upstream, let upstreamAddress {
+        if current.reusable, !current.upstreamEnded, current.body.isComplete, upstreamTLS == nil, let upstream,
+           let upstreamAddress {
             pool.park(upstream, address: upstreamAddress)
         } else {
+            upstreamTLS?.shutdown()
             upstream?.close()
         }
+        upstreamTLS = nil
         upstream = nil
         if current.keepClient, current.body.isComplete {
             record = LogRecord(time: now(), client: clientAddress, method: "-",
@@ -266,6 +271,7 @@ extension ProxyConnection {
         let started = exchange?.response != nil
         let failed = exchange
         exchange = nil
+        upstreamTLS = nil
         upstream?.close()
         upstream = nil
         // A pooled connection the origin had already closed: retry once on a fresh one, when the

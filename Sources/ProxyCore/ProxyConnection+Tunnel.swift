@@ -44,6 +44,9 @@ extension ProxyConnection {
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)
+        if isTLS, self.context.configuration.tlsInspection, let decision = record.decision {
+            return inspectTLS(destination: destination, requirements: decision.requirements, pin: decision.pin)
+        }
         if !isTLS {
             var cleartext = destination
             cleartext.scheme = .http
@@ -63,11 +66,11 @@ extension ProxyConnection {
 
     // MARK: relay
 
-    func startRelay(prefix: [UInt8]) {
+    func startRelay(prefix: [UInt8], downPrefix: [UInt8] = []) {
         guard let upstream else { return close() }
         state = .relaying
         let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
-        let down = Pump(from: upstream, to: client, loop: loop)
+        let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
         pumps = [up, down]
         client.onReadable { up.run() }
         upstream.onWritable { up.run() }

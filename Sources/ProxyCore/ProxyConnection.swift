@@ -1,6 +1,7 @@
 import ATSPolicy
 import Dispatch
 import Glibc
+import TLSClient
 
 /// One client connection, confined to one serial queue of the event loop. The data flow: request
 /// head (here) -> destination -> decision -> action: a tunnel (ProxyConnection+Tunnel.swift), a
@@ -25,9 +26,19 @@ final class ProxyConnection {
     var outbound: [UInt8] = []
     var afterAnswer: (() -> Void)?
     var upstream: Channel?
+    /// TLS to the origin (`--cleartext upgrade`); nil for plain TCP.
+    var upstreamTLS: TLSConnection?
     var pumps: [Pump] = []
     /// The forwarded exchange in flight (ProxyConnection+Forward.swift).
     var exchange: Exchange?
+    /// The TLS handshake being watched in a CONNECT tunnel (ProxyConnection+TLS.swift).
+    var inspection: TLSInspection?
+    /// Bytes the inspection wrote itself, before the relay took over.
+    var inspectedUp = 0
+    var inspectedDown = 0
+    /// A certificate verdict is being computed; a record finished meanwhile waits for it.
+    var judgementPending = false
+    var deferredRecord: LogRecord?
     let loop: EventLoop
     let clock: LoopClock
     let pool: UpstreamPool
@@ -282,10 +293,15 @@ final class ProxyConnection {
             record.bytesUp = current.bytesUp
             record.bytesDown = current.bytesDown
         } else {
-            record.bytesUp = pumps.first?.bytes ?? 0
-            record.bytesDown = pumps.last?.bytes ?? 0
+            record.bytesUp = (pumps.first?.bytes ?? 0) + inspectedUp
+            record.bytesDown = (pumps.last?.bytes ?? 0) + inspectedDown
         }
-        log()
+        if judgementPending {
+            record.durationMilliseconds = (now() - started) * 1000
+            deferredRecord = record
+        } else {
+            log()
+        }
         close()
     }
 
@@ -294,6 +310,7 @@ final class ProxyConnection {
         state = .closed
         disarm()
         client.close()
+        upstreamTLS = nil
         upstream?.close()
         upstream = nil
         for pump in pumps {

@@ -12,6 +12,10 @@ final class ProxyContext: Sendable {
     let log: DecisionLog
     let resolver: Resolver
     let shared: ServerShared
+    /// Judges servers' certificates (TLSClient) against this generation's trust store.
+    let judge: ServerJudge
+    /// Verdicts under this generation's trust store and pins.
+    let verdicts: CertificateVerdictCache
     /// 1 for the configuration the daemon started with, then one more per successful reload.
     let generation: Int
 
@@ -21,6 +25,9 @@ final class ProxyContext: Sendable {
         self.generation = generation
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
         resolver = Resolver(pinned: configuration.resolve)
+        judge = ServerJudge(store: configuration.trustStore)
+        verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
+                                           timeToLive: configuration.verdictTimeToLive, shared: shared)
     }
 
     func connectionClosed() {
@@ -35,6 +42,9 @@ final class ServerShared: Sendable {
     let open = Atomic<Int>(0)
     /// Decision records written since the start (for the service status line).
     let decisions = Atomic<Int>(0)
+    /// Certificate verdict lookups answered from the cache, and those that had to be computed.
+    let verdictHits = Atomic<Int>(0)
+    let verdictMisses = Atomic<Int>(0)
     let sink: LogSink
     let onConnectionClosed: @Sendable () -> Void
 

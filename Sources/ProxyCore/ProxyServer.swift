@@ -234,7 +234,9 @@ public final class ProxyServer: @unchecked Sendable {
                 reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
                 reloadsFailed: reloadsFailed.load(ordering: .relaxed),
                 lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
-                probeCache: [:], version: ProxyServer.version)
+                probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
+                             "miss": shared.verdictMisses.load(ordering: .relaxed)],
+                version: ProxyServer.version)
             completion(PrometheusText.render(collected.withLock { $0 }, gauges))
         }
     }

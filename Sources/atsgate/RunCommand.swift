@@ -3,6 +3,7 @@ import ATSPolicy
 import Dispatch
 import Foundation
 import ProxyCore
+import TLSClient
 
 /// `atsgate run`: the proxy daemon. With no flags it listens on 127.0.0.1:3128 with full ATS.
 struct RunCommand: ParsableCommand {
@@ -77,10 +78,44 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a tunnel may stay silent.", valueName: "seconds"))
     var idleTimeout = 300.0
 
+    @Option(name: .long, help: ArgumentHelp("PEM file of extra trusted roots for certificate checks (repeatable).",
+                                            valueName: "file"))
+    var caFile: [String] = []
+
+    enum Switch: String, ExpressibleByArgument { case on, off }
+
+    @Option(name: .long, help: """
+        Inspect CONNECT tunnels' TLS handshakes (on): version and cipher (R14), certificates (R15, R17), \
+        SNI. off only tells TLS from cleartext.
+        """)
+    var tlsInspection: Switch = .on
+
+    @Option(name: .long, help: """
+        When server certificates are judged: before (the server's first flight waits for the verdict; \
+        cached verdicts answer at once), parallel (the tunnel is cut if the verdict fails), or off.
+        """)
+    var certificateCheck: CertificateMode = .before
+
+    @Option(name: .long, help: "A ClientHello naming another host than the CONNECT: block (default) or log.")
+    var sniMismatch: SNIMismatchAction = .block
+
+    @Option(name: .long, help: ArgumentHelp("Seconds a certificate verdict is reused.", valueName: "seconds"))
+    var verdictTtl = 300.0
+
+    @Option(name: .long, help: ArgumentHelp("Seconds the inspected part of a TLS handshake may take.",
+                                            valueName: "seconds"))
+    var handshakeTimeout = 10.0
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Port an upgraded request goes to (repeatable; default 80=443, other ports are kept).
+        """, valueName: "from=to"))
+    var upgradePort: [String] = []
+
     func validate() throws {
-        if options.cleartext == .upgrade {
-            throw ValidationError("--cleartext upgrade is not available in the daemon yet (it needs upstream TLS); use block or redirect")
+        for timeout in [verdictTtl, handshakeTimeout] where !(timeout > 0) {
+            throw ValidationError("--verdict-ttl and --handshake-timeout must be positive")
         }
+        _ = try Self.portMap(upgradePort)
         for port in connectPort where !(1...65535).contains(port) {
             throw ValidationError("--connect-port \(port) is not a port")
         }
@@ -122,7 +157,32 @@ struct RunCommand: ParsableCommand {
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
+        configuration.tlsInspection = tlsInspection == .on
+        configuration.certificateMode = certificateCheck
+        configuration.sniMismatch = sniMismatch
+        configuration.verdictTimeToLive = verdictTtl
+        configuration.handshakeTimeout = handshakeTimeout
+        configuration.upgradePorts = [80: 443].merging(try Self.portMap(upgradePort)) { $1 }
+        do {
+            configuration.trustStore = try TrustStore(caFiles: caFile)
+        } catch {
+            throw CommandFailure(message: "--ca-file: \(error.description)")
+        }
         return configuration
+    }
+
+    /// `FROM=TO` port pairs.
+    static func portMap(_ entries: [String]) throws -> [Int: Int] {
+        var map: [Int: Int] = [:]
+        for entry in entries {
+            let parts = entry.split(separator: "=")
+            guard parts.count == 2, let from = Int(parts[0]), let to = Int(parts[1]),
+                  (1...65535).contains(from), (1...65535).contains(to) else {
+                throw ValidationError("--upgrade-port \(entry): expected FROM=TO, e.g. 8080=8443")
+            }
+            map[from] = to
+        }
+        return map
     }
 
     func run() throws {
@@ -164,3 +224,5 @@ struct RunCommand: ParsableCommand {
 
 extension ProxyMode: ExpressibleByArgument {}
 extension LogFormat: ExpressibleByArgument {}
+extension CertificateMode: ExpressibleByArgument {}
+extension SNIMismatchAction: ExpressibleByArgument {}

@@ -85,9 +85,10 @@ import Testing
         #expect(records.first?["action"] as? String == "upgrade")
     }
 
+    /// The relay itself; TLSInspectionTests covers what the inspection decides.
     @Test func tlsThroughConnectIsTunnelled() throws {
         let tls = try TLSOrigin()
-        let daemon = try Daemon(Self.pins + ["--connect-port", "\(tls.port)"])
+        let daemon = try Daemon(Self.pins + ["--connect-port", "\(tls.port)", "--tls-inspection", "off"])
         let run = try Subprocess.curl(["-k", "-x", daemon.proxy, "https://tls.test:\(tls.port)/"])
         #expect(run.status == 0, "curl: \(run.stderr)")
         #expect(run.stdout.contains("s_server"), "s_server -www page expected")
@@ -218,8 +219,9 @@ import Testing
         let policy = try Atsgate.run(["run", "--policy", "/nonexistent.plist"], timeout: 10)
         #expect(policy.status == 2)
         #expect(policy.stderr == "atsgate: /nonexistent.plist: no such file\n")
-        let upgrade = try Atsgate.run(["run", "--cleartext", "upgrade"], timeout: 10)
-        #expect(upgrade.status == 2)
+        let caFile = try Atsgate.run(["run", "--ca-file", "/nonexistent.pem"], timeout: 10)
+        #expect(caFile.status == 2)
+        #expect(caFile.stderr.hasPrefix("atsgate: --ca-file: CA file /nonexistent.pem: "), "\(caFile.stderr)")
     }
 
     @Test func theConfigFileSetsOptionsAndFlagsOverrideIt() throws {

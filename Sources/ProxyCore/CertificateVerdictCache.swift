@@ -1,0 +1,113 @@
+import ATSPolicy
+import Dispatch
+import Synchronization
+import TLSWire
+
+/// What the proxy concluded about a server: a refusal with its alert, or a pass with the findings it
+/// tolerated, and the leaf certificate's facts for the log.
+struct ServerJudgement: Sendable {
+    struct Refusal: Sendable {
+        var reason: String
+        var message: String
+        var alert: AlertDescription
+    }
+
+    /// The leaf certificate as the log shows it.
+    struct CertificateFacts: Sendable {
+        var subject: String
+        var issuer: String
+        var key: String
+        var signatureAlgorithm: String
+    }
+
+    var blocking: Refusal?
+    /// Reason codes of findings tolerated because the host allows cleartext (R15).
+    var tolerated: [String] = []
+    var certificate: CertificateFacts?
+    /// A remark for the record when nothing blocked (e.g. what was tolerated).
+    var note: String?
+}
+
+/// Verdicts on servers, shared by every loop: bounded, with a time to live, and one computation per key
+/// at a time (the tunnels that ask meanwhile wait for the same answer).
+final class CertificateVerdictCache: Sendable {
+    /// TLS 1.3 verdicts are keyed by host (the SNI), upstream address and requirements; wire verdicts
+    /// (TLS 1.2 and below) by host, requirements and the chain itself.
+    struct Key: Hashable, Sendable {
+        var host: String
+        var address: SocketAddress?
+        var requirements: Requirements
+        var pin: PinnedDomain?
+        var chain: [[UInt8]]
+    }
+
+    private struct Entry {
+        var judgement: ServerJudgement
+        var expires: Double
+    }
+
+    private struct State {
+        var entries: [Key: Entry] = [:]
+        var waiting: [Key: [(DispatchQueue, (ServerJudgement) -> Void)]] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let capacity: Int
+    private let timeToLive: Double
+    /// Probes block on network I/O: they run here, never on a loop.
+    private let work = DispatchQueue(label: "atsgate.verdicts", attributes: .concurrent)
+
+    /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
+    /// trust store or the pins may have changed).
+    private let shared: ServerShared
+
+    init(capacity: Int, timeToLive: Double, shared: ServerShared) {
+        self.capacity = capacity
+        self.timeToLive = timeToLive
+        self.shared = shared
+    }
+
+    /// The fresh verdict for `key`, counted as a hit; nil (not counted) when there is none.
+    func lookup(_ key: Key) -> ServerJudgement? {
+        let time = now()
+        let found = state.withLock { state -> ServerJudgement? in
+            guard let entry = state.entries[key], entry.expires > time else { return nil }
+            return entry.judgement
+        }
+        if found != nil { shared.verdictHits.add(1, ordering: .relaxed) }
+        return found
+    }
+
+    /// Computes the verdict off the loops (once per key at a time) and calls `completion` on `queue`.
+    func compute(_ key: Key, compute: @escaping @Sendable () -> ServerJudgement, on queue: DispatchQueue,
+                 completion: @escaping (ServerJudgement) -> Void) {
+        nonisolated(unsafe) let completion = completion
+        shared.verdictMisses.add(1, ordering: .relaxed)
+        let first = state.withLock { state -> Bool in
+            let isFirst = state.waiting[key] == nil
+            state.waiting[key, default: []].append((queue, completion))
+            return isFirst
+        }
+        guard first else { return }
+        work.async { [self] in
+            let judgement = compute()
+            let time = now()
+            let waiters = state.withLock { state -> [(DispatchQueue, (ServerJudgement) -> Void)] in
+                if state.entries.count >= capacity {
+                    state.entries = state.entries.filter { $0.value.expires > time }
+                    // Still full: drop about a quarter, oldest first.
+                    if state.entries.count >= capacity {
+                        let oldest = state.entries.sorted { $0.value.expires < $1.value.expires }.prefix(capacity / 4 + 1)
+                        for (key, _) in oldest { state.entries[key] = nil }
+                    }
+                }
+                state.entries[key] = Entry(judgement: judgement, expires: time + timeToLive)
+                return state.waiting.removeValue(forKey: key) ?? []
+            }
+            for (queue, completion) in waiters {
+                nonisolated(unsafe) let completion = completion
+                queue.async { completion(judgement) }
+            }
+        }
+    }
+}

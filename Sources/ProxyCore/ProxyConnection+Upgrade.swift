@@ -1,0 +1,122 @@
+import ATSPolicy
+import Dispatch
+import TLSClient
+
+/// `--cleartext upgrade`: a plain request to a host that forbids cleartext is carried to the origin
+/// over TLS that meets the host's requirements (R13-R17); the response streams back as usual. A
+/// server that fails them gets the client a 502 naming the reason.
+extension ProxyConnection {
+    func upgrade(_ head: RequestHead, destination: Destination, decision: Decision) {
+        var secure = destination
+        secure.scheme = .https
+        secure.port = context.configuration.upgradePorts[destination.port] ?? destination.port
+        openUpstream(secure) { [self] in
+            guard let upstream else { return close() }
+            let host = destination.host.description
+            guard let store = context.judge.store else {
+                return upgradeFailed(reason: "upstream-tls", message: "no trust store could be loaded to check \(host)")
+            }
+            let tls: TLSConnection
+            do {
+                tls = try TLSConnection(fd: upstream.fd, serverName: host, requirements: decision.requirements, store: store)
+            } catch {
+                return upgradeFailed(reason: "upstream-tls", message: "cannot start TLS to \(host): \(error)")
+            }
+            upstreamTLS = tls
+            arm(after: context.configuration.handshakeTimeout) { [self] in
+                upgradeFailed(reason: "upstream-timeout", message: "the TLS handshake with \(host):\(secure.port) timed out",
+                              status: 504)
+            }
+            upstream.onReadable { [self] in upgradeHandshake(head, destination: destination, secure: secure, decision: decision) }
+            upstream.onWritable { [self] in upgradeHandshake(head, destination: destination, secure: secure, decision: decision) }
+            upgradeHandshake(head, destination: destination, secure: secure, decision: decision)
+        }
+    }
+
+    private func upgradeHandshake(_ head: RequestHead, destination: Destination, secure: Destination, decision: Decision) {
+        guard state == .connecting, let tls = upstreamTLS, let upstream else { return }
+        switch tls.handshake() {
+        case .wantRead:
+            upstream.wantWrite(false)
+            upstream.wantRead(true)
+        case .wantWrite:
+            upstream.wantRead(false)
+            upstream.wantWrite(true)
+        case .failed(let problem):
+            explainUpgradeFailure(problem, secure: secure, decision: decision)
+        case .closed:
+            explainUpgradeFailure("the origin closed the connection during the handshake", secure: secure, decision: decision)
+        case .done, .bytes:
+            disarm()
+            upstream.wantRead(false)
+            upstream.wantWrite(false)
+            record.tlsVersion = tls.negotiatedVersion
+            record.cipher = tls.cipherName
+            let verdict = tls.evaluatePeer(host: destination.host.description, pin: decision.pin)
+            let judgement = ServerJudgement(verdict)
+            record.certificate = judgement.certificate
+            record.toleratedFindings = judgement.tolerated
+            if let refusal = judgement.blocking {
+                return upgradeFailed(reason: refusal.reason, message: refusal.message)
+            }
+            startExchange(head, destination: destination)
+        }
+    }
+
+    /// The handshake failed: a probe (off the loop) tells a version or cipher refusal from other
+    /// failures, so the 502 names the ATS reason.
+    private func explainUpgradeFailure(_ problem: String, secure: Destination, decision: Decision) {
+        upstreamTLS = nil
+        upstream?.close()
+        upstream = nil
+        guard let address = upstreamAddress, let store = context.judge.store else {
+            return upgradeFailed(reason: "upstream-tls", message: "TLS to \(secure.host):\(secure.port) failed: \(problem)")
+        }
+        let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description])
+        let requirements = decision.requirements
+        let timeout = context.configuration.handshakeTimeout
+        let loopQueue = queue
+        nonisolated(unsafe) weak let connection = self
+        DispatchQueue.global().async {
+            let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements)
+            let reason = result.failure?.blockReason?.rawValue ?? "upstream-tls"
+            let message = result.failure?.message ?? "TLS to \(secure.host):\(secure.port) failed: \(problem)"
+            loopQueue.async { connection?.upgradeFailed(reason: reason, message: message) }
+        }
+    }
+
+    private func upgradeFailed(reason: String, message: String, status: Int = 502) {
+        guard state == .connecting else { return }
+        upstreamTLS = nil
+        upstream?.close()
+        upstream = nil
+        answer(status: status, headers: atsHeaders("error", reason), reason: reason, message: message, keepAlive: false,
+               action: "error")
+    }
+
+    // MARK: upstream I/O, plain or TLS
+
+    func upstreamRead(into buffer: UnsafeMutableRawBufferPointer) -> IOOutcome? {
+        guard let upstream else { return nil }
+        guard let tls = upstreamTLS else { return try? SystemCall.read(upstream.fd, into: buffer) }
+        switch tls.read(into: buffer) {
+        case .bytes(let n): return n == 0 ? .wouldBlock : .done(n)
+        case .wantRead: return .wouldBlock
+        case .wantWrite:
+            upstream.wantWrite(true)
+            return .wouldBlock
+        case .closed: return .endOfFile
+        case .failed, .done: return nil
+        }
+    }
+
+    func upstreamWrite(_ buffer: UnsafeRawBufferPointer) -> IOOutcome? {
+        guard let upstream else { return nil }
+        guard let tls = upstreamTLS else { return try? SystemCall.write(upstream.fd, buffer) }
+        switch tls.write(buffer) {
+        case .bytes(let n): return .done(n)
+        case .wantRead, .wantWrite: return .wouldBlock
+        case .closed, .failed, .done: return nil
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import ATSPolicy
+import TLSClient
+import TLSWire
+
+/// Turns TLSClient's certificate evaluation and probes into the proxy's judgements.
+struct ServerJudge: Sendable {
+    /// The system store, loaded once, for configurations without --ca-file.
+    private static let systemStore: TrustStore? = try? TrustStore()
+
+    let store: TrustStore?
+
+    init(store: TrustStore?) {
+        self.store = store ?? ServerJudge.systemStore
+    }
+
+    /// R15/R17 on the chain a TLS 1.2-or-lower server sent.
+    func evaluate(chain: [[UInt8]], host: String, requirements: Requirements, pin: PinnedDomain?) -> ServerJudgement {
+        guard let store else { return unavailable(host, requirements) }
+        let verdict = CertificateEvaluator.evaluate(chain: chain, host: host, requirements: requirements, pin: pin,
+                                                    store: store)
+        return ServerJudgement(verdict)
+    }
+
+    /// R15/R17 by a handshake of our own with the same address and server name (TLS 1.3, resumption).
+    func probe(address: SocketAddress, serverName: String?, host: String, requirements: Requirements,
+               pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
+        guard let store else { return unavailable(host, requirements) }
+        let target = ProbeTarget(host: serverName ?? host, port: address.port, addresses: [address.ip.description])
+        let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements, pin: pin)
+        if let session = result.session { return ServerJudgement(session.certificate) }
+        let failure = result.failure?.description ?? "no answer"
+        let message = "the certificate of \(host) could not be checked: a probe of \(address) failed (\(failure))"
+        guard requirements.certificateChecks || pin != nil else {
+            return ServerJudgement(tolerated: [], note: message)
+        }
+        return ServerJudgement(blocking: .init(reason: "upstream-tls", message: message, alert: .handshakeFailure))
+    }
+
+    private func unavailable(_ host: String, _ requirements: Requirements) -> ServerJudgement {
+        let message = "no trust store could be loaded to check the certificate of \(host)"
+        guard requirements.certificateChecks else { return ServerJudgement(note: message) }
+        return ServerJudgement(blocking: .init(reason: BlockReason.certificateUntrusted.rawValue, message: message,
+                                               alert: .internalError))
+    }
+}
+
+extension ServerJudgement {
+    init(_ verdict: CertificateVerdict) {
+        self.init()
+        if let leaf = verdict.leaf {
+            certificate = CertificateFacts(subject: leaf.subject, issuer: leaf.issuer, key: leaf.key.description,
+                                           signatureAlgorithm: leaf.signatureAlgorithm)
+        }
+        if let finding = verdict.blockingFinding {
+            blocking = Refusal(reason: finding.reason.rawValue, message: finding.message,
+                               alert: ServerJudgement.alert(for: finding.reason))
+        }
+        let tolerated = verdict.toleratedFindings
+        self.tolerated = tolerated.map(\.reason.rawValue)
+        if !tolerated.isEmpty {
+            note = "tolerated (cleartext is allowed for this host): " + tolerated.map(\.message).joined(separator: "; ")
+        }
+    }
+
+    /// The alert a client gets for each certificate refusal: specific, so its error says what is wrong.
+    static func alert(for reason: BlockReason) -> AlertDescription {
+        switch reason {
+        case .certificateUntrusted: .unknownCA
+        case .certificateExpired: .certificateExpired
+        case .certificateHostname: .badCertificate
+        default: .insufficientSecurity
+        }
+    }
+}
