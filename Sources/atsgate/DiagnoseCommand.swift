@@ -21,7 +21,9 @@ struct DiagnoseCommand: ParsableCommand {
             localhost is held to the rules too.
 
             An http:// URL is judged without network access: cleartext passes exactly where the \
-            configuration allows insecure HTTP (test the https:// URL to learn about the server's TLS).
+            configuration allows insecure HTTP (test the https:// URL to learn about the server's TLS). \
+            Under --policy with --cleartext upgrade or redirect, the App policy test follows the load to \
+            https (port 443 for port 80) and probes it there.
 
             Exit status: 0 when the default ATS configuration passes, 1 when it fails, 2 on a usage error \
             (bad URL, unreadable --ca-file or --policy).
