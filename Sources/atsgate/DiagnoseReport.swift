@@ -1,0 +1,136 @@
+import ATSPolicy
+import TLSClient
+
+/// `diagnose` output: nscurl-like text, or one JSON object per test.
+struct DiagnoseReport {
+    let url: String
+    let destination: Destination
+    let outcomes: [DiagnoseOutcome]
+    let caFiles: [String]
+    /// The addresses --resolve pinned (or the IP literal); empty when the name was resolved.
+    let pinnedAddresses: [String]
+
+    private static let rule = String(repeating: "=", count: 80)
+
+    var text: String {
+        var out = "Starting ATS Diagnostics\n\n"
+        let scheme = destination.scheme == .https ? "HTTPS" : "HTTP"
+        out += "Configuring ATS Info.plist keys and displaying the result of \(scheme) loads to \(url).\n"
+        out += "A test will \"PASS\" if the handshake and the certificate satisfy the configuration"
+            + " (ATS-SPEC R13-R17), and \"FAIL\" otherwise, with the reason code.\n"
+        if !pinnedAddresses.isEmpty {
+            out += "Connecting to \(pinnedAddresses.joined(separator: ", ")).\n"
+        }
+        if !caFiles.isEmpty { out += "Extra trusted roots: \(caFiles.joined(separator: ", ")).\n" }
+        out += Self.rule + "\n"
+        var section = ""
+        for outcome in outcomes {
+            if outcome.section != section {
+                if !section.isEmpty { out += "\n" + Self.rule + "\n" }
+                section = outcome.section
+                out += "\n\(section)\n---\n"
+            }
+            out += describe(outcome)
+        }
+        out += "\n" + Self.rule + "\n"
+        if let certificate = outcomes.lazy.compactMap(\.session).first?.certificate {
+            out += "\n" + describe(certificate)
+        }
+        let passed = outcomes.filter(\.passed).count
+        out += "\n\(passed) of \(outcomes.count) tests passed; the default ATS configuration"
+            + " \(outcomes.first?.passed == true ? "passes" : "fails").\n"
+        return out
+    }
+
+    private func describe(_ outcome: DiagnoseOutcome) -> String {
+        var out = "\(outcome.name)\n"
+        if let dictionary = outcome.dictionaryText { out += "ATS Dictionary:\n\(dictionary)\n" }
+        if let note = outcome.note { out += "Note: \(note)\n" }
+        if outcome.passed {
+            out += "Result : PASS\n"
+        } else {
+            out += "Result : FAIL (\(outcome.reason ?? "unknown")) \(outcome.message ?? "")\n"
+        }
+        if let session = outcome.probe?.session {
+            out += "Negotiated : \(session.protocolVersion), \(session.cipher)\n"
+            for finding in session.certificate.toleratedFindings {
+                out += "Tolerated : \(finding.reason.rawValue): \(finding.message)\n"
+            }
+        } else if let open = outcome.probe?.failure?.unrestricted {
+            out += "Server speaks : \(open.protocolVersion), \(open.cipher) (handshake offering everything)\n"
+        }
+        return out + "---\n"
+    }
+
+    private func describe(_ verdict: CertificateVerdict) -> String {
+        guard let leaf = verdict.leaf else { return "Certificate: none presented\n" }
+        var out = "Certificate presented for \(verdict.host):\n"
+        out += "  Subject   : \(leaf.subject)\n"
+        out += "  Issuer    : \(leaf.issuer)\n"
+        out += "  Key       : \(leaf.key)\n"
+        out += "  Signature : \(leaf.signatureAlgorithm)\n"
+        if let notAfter = leaf.notAfter { out += "  Not after : \(notAfter.formatted(.iso8601))\n" }
+        if !leaf.subjectAlternativeNames.isEmpty {
+            out += "  SANs      : \(leaf.subjectAlternativeNames.joined(separator: ", "))\n"
+        }
+        out += "  SPKI      : \(leaf.spkiSHA256) (SHA-256, for NSPinnedLeafIdentities)\n"
+        out += verdict.trusted
+            ? "  Chain     : trusted (\(verdict.verifiedChain.joined(separator: " <- ")))\n"
+            : "  Chain     : not trusted\n"
+        for finding in verdict.findings where finding.reason != .certificatePin {
+            out += "  Finding   : \(finding.reason.rawValue): \(finding.message)\n"
+        }
+        return out
+    }
+
+    var jsonLines: String {
+        outcomes.map { json(for: $0).compact + "\n" }.joined()
+    }
+
+    private func json(for outcome: DiagnoseOutcome) -> JSONValue {
+        let session = outcome.probe?.session
+        let observed = session ?? outcome.probe?.failure?.unrestricted
+        let handshake: JSONValue = session != nil ? "requirements" : observed != nil ? "unrestricted" : .null
+        return .object([
+            ("url", .string(url)),
+            ("section", .string(outcome.section)),
+            ("test", .string(outcome.name)),
+            ("result", .string(outcome.passed ? "PASS" : "FAIL")),
+            ("reason", .optional(outcome.reason)),
+            ("message", .optional(outcome.message)),
+            ("tls_version", .optional(observed?.protocolVersion)),
+            ("cipher", .optional(observed?.cipher)),
+            ("handshake", handshake),
+            ("address", .optional(outcome.probe?.address)),
+            ("certificate", observed.map { json(for: $0.certificate) } ?? .null),
+            ("tolerated", .array((session?.certificate.toleratedFindings ?? []).map {
+                .object([("reason", .string($0.reason.rawValue)), ("message", .string($0.message))])
+            })),
+            ("requirements", outcome.requirements.json),
+            ("ats_dictionary", outcome.dictionaryJSON ?? .null),
+            ("note", .optional(outcome.note)),
+        ])
+    }
+
+    private func json(for verdict: CertificateVerdict) -> JSONValue {
+        guard let leaf = verdict.leaf else { return .null }
+        return .object([
+            ("subject", .string(leaf.subject)),
+            ("issuer", .string(leaf.issuer)),
+            ("key", .string(leaf.key.description)),
+            ("signature", .string(leaf.signatureAlgorithm)),
+            ("not_after", .optional(leaf.notAfter?.formatted(.iso8601))),
+            ("san", .array(leaf.subjectAlternativeNames.map(JSONValue.string))),
+            ("spki_sha256", .string(leaf.spkiSHA256)),
+            ("trusted", .bool(verdict.trusted)),
+            ("findings", .array(verdict.findings.map {
+                .object([("reason", .string($0.reason.rawValue)), ("message", .string($0.message)),
+                         ("blocking", .bool($0.blocking))])
+            })),
+        ])
+    }
+}
+
+extension DiagnoseOutcome {
+    var session: NegotiatedSession? { probe?.session ?? probe?.failure?.unrestricted }
+}
