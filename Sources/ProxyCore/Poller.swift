@@ -50,16 +50,23 @@ final class Poller {
     }
 
     private func drain() {
-        let count = events.withUnsafeMutableBufferPointer { buffer in
-            epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), 0)
-        }
-        guard count > 0 else { return }
-        for index in 0..<Int(count) {
-            let event = events[index]
-            // A handler earlier in this batch may have closed this descriptor (and its number may
-            // even be reused): only channels still registered under it get the event.
-            guard let channel = channels[event.data.fd] else { continue }
-            channel.handle(event.events)
+        // Under load, handling one batch makes the next ready (a write answered, a peer's close):
+        // polling again before returning to Dispatch saves a wake-up of the manager thread and a
+        // hand-off to a worker per batch. Bounded, so timers and other queues still get their turn.
+        for _ in 0..<Poller.rounds {
+            let count = events.withUnsafeMutableBufferPointer { buffer in
+                epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), 0)
+            }
+            guard count > 0 else { return }
+            for index in 0..<Int(count) {
+                let event = events[index]
+                // A handler earlier in this batch may have closed this descriptor (and its number may
+                // even be reused): only channels still registered under it get the event.
+                guard let channel = channels[event.data.fd] else { continue }
+                channel.handle(event.events)
+            }
         }
     }
+
+    static let rounds = 4
 }
