@@ -34,6 +34,7 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
     /// Compact one-line JSON (for JSON lines).
     public var compact: String {
         var out = ""
+        out.reserveCapacity(512)
         write(to: &out, indent: nil, level: 0)
         return out
     }
@@ -82,7 +83,12 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
     private static func writeString(_ s: String, to out: inout String) {
         out += "\""
         // Most strings need no escaping: append them whole (the per-scalar path dominated log cost).
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+        // A native string's bytes are contiguous: scanning them directly is several times faster
+        // than the generic UTF8View iteration (the top symbol of the proxy's own code per tunnel).
+        let special: (UInt8) -> Bool = { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        let needsEscaping = s.utf8.withContiguousStorageIfAvailable { $0.contains(where: special) }
+            ?? s.utf8.contains(where: special)
+        if !needsEscaping {
             out += s
             out += "\""
             return

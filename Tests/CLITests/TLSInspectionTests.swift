@@ -151,11 +151,30 @@ import Testing
         _ = try daemon.stop(expected: 2)
     }
 
+    @Test func parallelModeLetsTheFirstHandshakeGoOnAndRefusesOnceTheVerdictIsKnown() throws {
+        let origin = try TLSTestOrigin(leaf: "self-signed", arguments: ["--max", "TLSv1_2"])
+        let (daemon, _) = try Self.daemon(port: origin.port, ["--certificate-check", "parallel"])
+        _ = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/")
+        // The first record is written once the verdict is known, so the second tunnel finds it cached.
+        try daemon.waitForRecords(1)
+        let second = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/")
+        #expect(second.stderr.contains("alert unknown ca"), "\(second.stderr)")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.contains { ($0["message"] as? String ?? "").contains("does not lead to a trusted root") })
+        #expect(records.last?["reason"] as? String == "certificate-untrusted")
+        #expect(records.last?["action"] as? String == "block")
+    }
+
     @Test func certificateChecksOffLetsAnExpiredCertificateThroughButNotTLS10() throws {
         let expired = try TLSTestOrigin(leaf: "expired", arguments: ["--max", "TLSv1_2"])
         let (daemon, _) = try Self.daemon(port: expired.port, ["--certificate-check", "off"])
         #expect(try Self.curl(daemon, "https://127.0.0.1:\(expired.port)/").stdout == "ok from tls_origin\n")
         _ = try daemon.stop()
+
+        let tls10 = try TLSTestOrigin(leaf: "good-rsa", arguments: ["--max", "TLSv1"])
+        let (strict, _) = try Self.daemon(port: tls10.port, ["--certificate-check", "off"])
+        #expect(try Self.curl(strict, "https://127.0.0.1:\(tls10.port)/").status != 0)
+        #expect(try strict.stop().records.first?["reason"] as? String == "tls-version")
     }
 
     @Test func reportModeLogsTheRefusalAndLetsTheHandshakeThrough() throws {
