@@ -79,7 +79,14 @@ final class Pump {
             switch try SystemCall.splice(from: from.fd, to: pipe!.write, length: Pump.chunk) {
             case .done(let n): inPipe += n; bytes += n
             case .endOfFile: sourceEnded = true
-            case .wouldBlock: return waitForReadable()
+            case .wouldBlock:
+                // Nothing to move: an empty pipe goes back to the loop's spares, so an idle tunnel
+                // holds two descriptors, not six.
+                if inPipe == 0, let idle = pipe {
+                    loop.returnPipe(idle, empty: true)
+                    pipe = nil
+                }
+                return waitForReadable()
             }
         }
     }
