@@ -42,30 +42,3 @@ enum CipherSuites {
         }
     }
 }
-
-extension CipherSuites {
-    /// Whether a negotiated suite (IANA name) is in the set `policy` allows; every TLS 1.3 suite is.
-    static func allows(_ policy: CipherPolicy, cipher: String, version: TLSVersion?) -> Bool {
-        if version == .tls13 || policy == .any { return true }
-        let allowed = policy == .forwardSecrecy ? forwardSecrecyIANA : forwardSecrecyIANA.union(rsaKeyExchangeIANA)
-        return allowed.contains(cipher)
-    }
-
-    /// The same suites by IANA name, as SSL_CIPHER_standard_name reports the negotiated one.
-    private static let forwardSecrecyIANA: Set<String> = [
-        "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA384", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
-        "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
-    ]
-
-    private static let rsaKeyExchangeIANA: Set<String> = [
-        "TLS_RSA_WITH_AES_256_GCM_SHA384", "TLS_RSA_WITH_AES_128_GCM_SHA256",
-        "TLS_RSA_WITH_AES_256_CBC_SHA256", "TLS_RSA_WITH_AES_128_CBC_SHA256",
-        "TLS_RSA_WITH_AES_256_CBC_SHA", "TLS_RSA_WITH_AES_128_CBC_SHA",
-    ]
-}

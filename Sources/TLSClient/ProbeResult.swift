@@ -22,6 +22,8 @@ public struct NegotiatedSession: Sendable {
     public var tlsVersion: TLSVersion?
     /// IANA name, e.g. "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256".
     public var cipher: String
+    /// The suite's code point (what R14's sets list).
+    public var cipherSuite: UInt16?
     /// DER, leaf first, as the server sent it.
     public var peerChainDER: [[UInt8]]
     public var certificate: CertificateVerdict

@@ -102,6 +102,12 @@ public final class TLSConnection {
         return String(cString: name)
     }
 
+    /// The negotiated suite's IANA code point, e.g. 0xC02F.
+    public var cipherSuite: UInt16? {
+        guard SSL_is_init_finished(ssl) == 1, let cipher = SSL_get_current_cipher(ssl) else { return nil }
+        return SSL_CIPHER_get_protocol_id(cipher)
+    }
+
     /// The certificates the server sent, DER, leaf first, as they came on the wire.
     public var peerChainDER: [[UInt8]] {
         guard let chain = SSL_get_peer_cert_chain(ssl) else { return [] }

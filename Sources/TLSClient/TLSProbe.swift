@@ -93,6 +93,7 @@ public struct TLSProbe: Sendable {
                     protocolVersion: connection.negotiatedVersion ?? "unknown",
                     tlsVersion: connection.negotiatedTLSVersion,
                     cipher: connection.cipherName ?? "unknown",
+                    cipherSuite: connection.cipherSuite,
                     peerChainDER: connection.peerChainDER,
                     certificate: connection.evaluatePeer(host: target.host, pin: pin, now: now))
                 connection.shutdown()
@@ -139,7 +140,8 @@ public struct TLSProbe: Sendable {
                                         + " for \(host) would allow it)",
                                     unrestricted: open)
             }
-            if !CipherSuites.allows(requirements.cipherPolicy, cipher: open.cipher, version: open.tlsVersion) {
+            if let suite = open.cipherSuite, let version = open.tlsVersion,
+               !requirements.cipherPolicy.allows(suite: suite, version: version.wireValue) {
                 let hint = requirements.forwardSecrecy
                     ? " (NSExceptionRequiresForwardSecrecy=NO for \(host) would allow the TLS_RSA suites)"
                     : " (NSExceptionAllowsInsecureHTTPLoads=YES for \(host) lifts the restriction)"
