@@ -1,11 +1,18 @@
 // loadgen: the load generator behind scripts/benchmark. Loopback benchmarking of HTTP CONNECT proxies.
-// Build: gcc -O2 -pthread -o loadgen loadgen.c
+// Build: gcc -O2 -pthread -o loadgen loadgen.c -lssl -lcrypto
 //
 //   loadgen tunnels --proxy H:P --target H:P [--direct] [--threads 8] [--duration 10] [--path /small]
 //       Each thread, until the time is up: connect to the proxy, CONNECT target, read the 200 head,
 //       GET path with Connection: close, read to EOF, close. Counts completed tunnels per second and
 //       the latency of each (connect .. EOF) for p50/p90/p99. --direct skips the CONNECT step (then
 //       --proxy is the origin itself).
+//   loadgen tls --proxy H:P [--target H:P] [--direct] [--tls-max 1.3|1.2] [--threads 8] [--duration 10]
+//       Like tunnels, with TLS inside the tunnel: connect, CONNECT target (default 127.0.0.1:18443),
+//       read the 200 head, a full TLS handshake (a new session every time, no certificate verification,
+//       no SNI: the target is an IP), GET path with Connection: close over TLS, read to EOF, close.
+//       Offers TLS 1.2 and 1.3 (--tls-max 1.2: 1.2 only). Latency is connect .. EOF. Also prints how
+//       many handshakes negotiated each version (negotiated_tls13=, negotiated_tls12=) and the cipher
+//       of the first (cipher=).
 //   loadgen bulk --proxy H:P --target H:P [--direct] [--streams 1] [--duration 10] [--path /big]
 //       Each stream, until the time is up: CONNECT, GET path, read to EOF with 256 KiB reads, repeat.
 //       Reports MB/s (10^6 bytes) over all streams.
@@ -21,7 +28,8 @@
 // to the proxy failed), err_proxy (CONNECT answered with something else than 2xx, or the proxy closed
 // before answering), err_http (the GET was answered with something else than 200), err_short (EOF
 // before Content-Length bytes of body), err_io (other read/write errors), err_timeout (10 s without
-// progress). errors= is their sum. The exit status is 0 when the run completed, whatever the errors,
+// progress), and in tls mode err_tls (the handshake failed: an alert, a protocol error, or the peer
+// closed during it; also a TLS error while reading the response). errors= is their sum. The exit status is 0 when the run completed, whatever the errors,
 // and 2 on a usage error.
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,8 +52,14 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { E_CONNECT, E_PROXY, E_HTTP, E_SHORT, E_IO, E_TIMEOUT, E_COUNT };
-static const char *err_names[E_COUNT] = {"err_connect", "err_proxy", "err_http", "err_short", "err_io", "err_timeout"};
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+enum { E_CONNECT, E_PROXY, E_HTTP, E_SHORT, E_IO, E_TIMEOUT, E_TLS, E_COUNT };
+static const char *err_names[E_COUNT] = {"err_connect", "err_proxy", "err_http", "err_short", "err_io", "err_timeout",
+                                         "err_tls"};
+// Error kinds on the result line: err_tls only in tls mode, so the other modes print what they always did.
+static int err_kinds_printed = E_TLS;
 static atomic_long err_reported[E_COUNT];
 #define MAX_REPORTED_PER_KIND 3
 static int io_timeout_s = 10; // seconds without progress before a read/write/connect counts as timed out
@@ -59,6 +73,7 @@ static int threads = 0;
 static long count = 1500;
 static double hold = 600.0;
 static int use_stdin = 0;
+static int tls_max_version = TLS1_3_VERSION;
 
 static double now_s(void) {
     struct timespec ts;
@@ -218,14 +233,40 @@ static int send_connect(int fd, int *kind) {
     return write_all(fd, req, (size_t)n, kind);
 }
 
-static int send_get(int fd, int *kind) {
+static int format_get(char *req, size_t size) {
     char host[256];
     snprintf(host, sizeof host, "%s", target);
     char *colon = strrchr(host, ':');
     if (colon) *colon = 0;
+    return snprintf(req, size, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
+}
+
+static int send_get(int fd, int *kind) {
     char req[600];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
+    int n = format_get(req, sizeof req);
     return write_all(fd, req, (size_t)n, kind);
+}
+
+// The verdict on a response read to EOF: 0 when complete, -1 (and *kind) otherwise.
+static int check_response(resp_t *r, int *kind) {
+    if (r->head_done != 1) {
+        *kind = E_HTTP;
+        report(E_HTTP, "connection closed without a complete response head (%zu bytes)", r->head_len);
+        return -1;
+    }
+    if (r->status != 200) {
+        *kind = E_HTTP;
+        char *eol = strstr(r->head, "\r\n");
+        if (eol) *eol = 0;
+        report(E_HTTP, "GET answered: %.120s", r->head);
+        return -1;
+    }
+    if (r->content_length >= 0 && r->body != r->content_length) {
+        *kind = E_SHORT;
+        report(E_SHORT, "body of %lld bytes, Content-Length %lld", r->body, r->content_length);
+        return -1;
+    }
+    return 0;
 }
 
 // Reads the GET response to EOF (or until deadline > 0 passes). Returns 0 when complete, 1 when cut by
@@ -250,24 +291,7 @@ static int read_response(int fd, char *buf, size_t bufsize, const char *spill, s
         resp_feed(&r, buf, (size_t)n, 0, &extra);
         if (deadline > 0 && now_s() >= deadline) return 1;
     }
-    if (r.head_done != 1) {
-        *kind = E_HTTP;
-        report(E_HTTP, "connection closed without a complete response head (%zu bytes)", r.head_len);
-        return -1;
-    }
-    if (r.status != 200) {
-        *kind = E_HTTP;
-        char *eol = strstr(r.head, "\r\n");
-        if (eol) *eol = 0;
-        report(E_HTTP, "GET answered: %.120s", r.head);
-        return -1;
-    }
-    if (r.content_length >= 0 && r.body != r.content_length) {
-        *kind = E_SHORT;
-        report(E_SHORT, "body of %lld bytes, Content-Length %lld", r.body, r.content_length);
-        return -1;
-    }
-    return 0;
+    return check_response(&r, kind);
 }
 
 // ---- tunnels ----
@@ -281,6 +305,9 @@ typedef struct {
     long long bytes;
     long completed;
     long errors[E_COUNT];
+    long negotiated_tls12, negotiated_tls13;
+    const char *cipher; // of the first handshake (a static OpenSSL name)
+    SSL_CTX *tls_ctx;
     double end;
 } worker_t;
 
@@ -361,6 +388,141 @@ static void *bulk_worker(void *arg) {
     return NULL;
 }
 
+// ---- TLS tunnels ----
+
+// One context per thread: OpenSSL contexts are shareable, but their reference counts and locks would
+// be contended by every handshake. No session cache and no tickets: every tunnel is a full handshake,
+// as a client's first connection is.
+static SSL_CTX *tls_client_ctx(void) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx || !SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) ||
+        !SSL_CTX_set_max_proto_version(ctx, tls_max_version)) {
+        fprintf(stderr, "loadgen: cannot create a TLS client context: %s\n", ERR_error_string(ERR_get_error(), NULL));
+        exit(1);
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    // A server that closes after Connection: close without close_notify has still sent the whole response.
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    return ctx;
+}
+
+// Counts and describes a failed SSL call (rc its return value, errno as it left it). With a blocking
+// socket and SO_RCVTIMEO, OpenSSL reports a timed-out read as WANT_READ.
+static int tls_failure(SSL *ssl, int rc, const char *during) {
+    int saved_errno = errno;
+    int e = SSL_get_error(ssl, rc);
+    unsigned long code = ERR_peek_error();
+    int kind;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        kind = E_TIMEOUT;
+        report(kind, "%s: no progress in %d s", during, io_timeout_s);
+    } else if (e == SSL_ERROR_SYSCALL && code == 0) {
+        if (saved_errno == 0) {
+            kind = E_TLS;
+            report(kind, "%s: the peer closed the connection", during);
+        } else {
+            kind = classify_errno(saved_errno);
+            report(kind, "%s: %s", during, strerror(saved_errno));
+        }
+    } else if (e == SSL_ERROR_ZERO_RETURN) {
+        kind = E_TLS;
+        report(kind, "%s: the peer sent close_notify", during);
+    } else {
+        char text[256];
+        ERR_error_string_n(code, text, sizeof text);
+        kind = E_TLS;
+        report(kind, "%s: %s", during, code ? text : "TLS error without a reason");
+    }
+    ERR_clear_error();
+    return kind;
+}
+
+static int tls_read_response(SSL *ssl, char *buf, size_t bufsize, int *kind) {
+    resp_t r;
+    resp_init(&r);
+    size_t extra;
+    for (;;) {
+        int n = SSL_read(ssl, buf, (int)bufsize);
+        if (n > 0) {
+            resp_feed(&r, buf, (size_t)n, 0, &extra);
+            continue;
+        }
+        if (SSL_get_error(ssl, n) == SSL_ERROR_ZERO_RETURN) break; // close_notify, or EOF (see tls_client_ctx)
+        *kind = tls_failure(ssl, n, "reading response over TLS");
+        return -1;
+    }
+    return check_response(&r, kind);
+}
+
+// One tunnel with a TLS session inside (or one direct TLS request).
+static int one_tls_exchange(worker_t *w, char *buf, size_t bufsize) {
+    int kind = E_IO;
+    int fd = open_conn(&kind);
+    if (fd < 0) {
+        w->errors[kind]++;
+        return -1;
+    }
+    // Nothing may follow the CONNECT answer: the server speaks only after the ClientHello.
+    if (!direct && (send_connect(fd, &kind) != 0 || read_connect_head(fd, NULL, NULL, &kind) != 0)) {
+        close(fd);
+        w->errors[kind]++;
+        return -1;
+    }
+    ERR_clear_error();
+    SSL *ssl = SSL_new(w->tls_ctx);
+    if (!ssl || !SSL_set_fd(ssl, fd)) {
+        report(E_TLS, "SSL_new: %s", ERR_error_string(ERR_get_error(), NULL));
+        ERR_clear_error();
+        SSL_free(ssl);
+        close(fd);
+        w->errors[E_TLS]++;
+        return -1;
+    }
+    int rc = SSL_connect(ssl);
+    if (rc != 1) {
+        kind = tls_failure(ssl, rc, "TLS handshake");
+    } else {
+        if (SSL_version(ssl) == TLS1_3_VERSION) w->negotiated_tls13++;
+        else if (SSL_version(ssl) == TLS1_2_VERSION) w->negotiated_tls12++;
+        if (!w->cipher) w->cipher = SSL_get_cipher_name(ssl);
+        char req[600];
+        int n = format_get(req, sizeof req);
+        int wrote = SSL_write(ssl, req, n);
+        if (wrote != n) {
+            kind = tls_failure(ssl, wrote, "sending GET over TLS");
+            rc = -1;
+        } else {
+            rc = tls_read_response(ssl, buf, bufsize, &kind) == 0 ? 1 : -1;
+        }
+    }
+    SSL_free(ssl);
+    close(fd);
+    if (rc != 1) {
+        w->errors[kind]++;
+        return -1;
+    }
+    return 0;
+}
+
+static void *tls_worker(void *arg) {
+    worker_t *w = arg;
+    char buf[4096];
+    pthread_barrier_wait(w->barrier);
+    for (;;) {
+        double t0 = now_s();
+        if (t0 >= deadline_global) break;
+        if (one_tls_exchange(w, buf, sizeof buf) == 0) {
+            w->completed++;
+            lat_push(w, now_s() - t0);
+        } else {
+            usleep(1000);
+        }
+    }
+    w->end = now_s();
+    return NULL;
+}
+
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
@@ -372,14 +534,16 @@ static double pct_ms(uint32_t *v, size_t n, double p) {
     return v[i] / 1000.0;
 }
 
-static int run_load(int bulk) {
+static int run_load(int bulk, int tls) {
     int n = threads;
     worker_t *ws = calloc((size_t)n, sizeof *ws);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         ws[i].barrier = &barrier;
-        if (pthread_create(&ws[i].tid, NULL, bulk ? bulk_worker : tunnels_worker, &ws[i]) != 0) {
+        if (tls) ws[i].tls_ctx = tls_client_ctx();
+        void *(*worker)(void *) = bulk ? bulk_worker : tls ? tls_worker : tunnels_worker;
+        if (pthread_create(&ws[i].tid, NULL, worker, &ws[i]) != 0) {
             perror("loadgen: pthread_create");
             return 1;
         }
@@ -387,12 +551,17 @@ static int run_load(int bulk) {
     double start = now_s();
     deadline_global = start + duration;
     pthread_barrier_wait(&barrier);
-    long completed = 0, errors[E_COUNT] = {0}, total_err = 0;
+    long completed = 0, errors[E_COUNT] = {0}, total_err = 0, tls12 = 0, tls13 = 0;
+    const char *cipher = NULL;
     long long bytes = 0;
     size_t lat_n = 0;
     double end = start;
     for (int i = 0; i < n; i++) {
         pthread_join(ws[i].tid, NULL);
+        if (ws[i].tls_ctx) SSL_CTX_free(ws[i].tls_ctx);
+        tls12 += ws[i].negotiated_tls12;
+        tls13 += ws[i].negotiated_tls13;
+        if (!cipher) cipher = ws[i].cipher;
         completed += ws[i].completed;
         bytes += ws[i].bytes;
         lat_n += ws[i].lat_len;
@@ -413,13 +582,15 @@ static int run_load(int bulk) {
             free(ws[i].lat_us);
         }
         qsort(all, lat_n, sizeof *all, cmp_u32);
-        printf("mode=tunnels threads=%d duration_s=%.2f completed=%ld rate=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f "
+        if (tls) printf("mode=tls tls_max=%s ", tls_max_version == TLS1_3_VERSION ? "1.3" : "1.2");
+        printf("%sthreads=%d duration_s=%.2f completed=%ld rate=%.1f p50_ms=%.3f p90_ms=%.3f p99_ms=%.3f "
                "max_ms=%.3f errors=%ld",
-               n, elapsed, completed, completed / elapsed, pct_ms(all, lat_n, 0.50), pct_ms(all, lat_n, 0.90),
+               tls ? "" : "mode=tunnels ", n, elapsed, completed, completed / elapsed, pct_ms(all, lat_n, 0.50), pct_ms(all, lat_n, 0.90),
                pct_ms(all, lat_n, 0.99), lat_n ? all[lat_n - 1] / 1000.0 : -1.0, total_err);
         free(all);
     }
-    for (int k = 0; k < E_COUNT; k++) printf(" %s=%ld", err_names[k], errors[k]);
+    for (int k = 0; k < err_kinds_printed; k++) printf(" %s=%ld", err_names[k], errors[k]);
+    if (tls) printf(" negotiated_tls13=%ld negotiated_tls12=%ld cipher=%s", tls13, tls12, cipher ? cipher : "none");
     printf("\n");
     fflush(stdout);
     free(ws);
@@ -513,7 +684,7 @@ static int run_idle(void) {
     for (int k = 0; k < E_COUNT; k++) total_err += errors[k];
     printf("ready count=%ld established=%ld skipped=%ld open_s=%.2f errors=%ld", count, ok, skipped, now_s() - t0,
            total_err);
-    for (int k = 0; k < E_COUNT; k++) printf(" %s=%ld", err_names[k], errors[k]);
+    for (int k = 0; k < err_kinds_printed; k++) printf(" %s=%ld", err_names[k], errors[k]);
     printf("\n");
     fflush(stdout);
 
@@ -546,8 +717,9 @@ static int run_idle(void) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: loadgen tunnels|bulk|idle --proxy HOST:PORT [--target HOST:PORT] [--direct] [--threads N]\n"
-            "               [--streams N] [--duration SECONDS] [--path PATH] [--count K] [--hold SECONDS] [--stdin]\n");
+            "usage: loadgen tunnels|tls|bulk|idle --proxy HOST:PORT [--target HOST:PORT] [--direct] [--threads N]\n"
+            "               [--streams N] [--duration SECONDS] [--path PATH] [--count K] [--hold SECONDS] [--stdin]\n"
+            "               [--tls-max 1.3|1.2]\n");
     exit(2);
 }
 
@@ -567,6 +739,7 @@ int main(int argc, char **argv) {
     if (argc < 2) usage();
     const char *mode = argv[1];
     const char *proxy = NULL;
+    int target_given = 0;
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -574,7 +747,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--stdin")) use_stdin = 1;
         else if (!v) usage();
         else if (!strcmp(a, "--proxy")) proxy = v, i++;
-        else if (!strcmp(a, "--target")) snprintf(target, sizeof target, "%s", v), i++;
+        else if (!strcmp(a, "--target")) snprintf(target, sizeof target, "%s", v), target_given = 1, i++;
+        else if (!strcmp(a, "--tls-max")) {
+            if (!strcmp(v, "1.3")) tls_max_version = TLS1_3_VERSION;
+            else if (!strcmp(v, "1.2")) tls_max_version = TLS1_2_VERSION;
+            else usage();
+            i++;
+        }
         else if (!strcmp(a, "--path")) path = v, i++;
         else if (!strcmp(a, "--threads") || !strcmp(a, "--streams")) threads = atoi(v), i++;
         else if (!strcmp(a, "--duration")) duration = atof(v), i++;
@@ -587,13 +766,18 @@ int main(int argc, char **argv) {
         usage();
     }
     int is_tunnels = !strcmp(mode, "tunnels"), is_bulk = !strcmp(mode, "bulk"), is_idle = !strcmp(mode, "idle");
-    if (!is_tunnels && !is_bulk && !is_idle) usage();
+    int is_tls = !strcmp(mode, "tls");
+    if (!is_tunnels && !is_bulk && !is_idle && !is_tls) usage();
+    if (is_tls) {
+        err_kinds_printed = E_COUNT;
+        if (!target_given) snprintf(target, sizeof target, "127.0.0.1:18443");
+    }
     if (is_idle) io_timeout_s = 5;
     if (is_idle && direct) {
         fprintf(stderr, "loadgen: idle has no direct mode\n");
         return 2;
     }
-    if (threads <= 0) threads = is_tunnels ? 8 : is_bulk ? 1 : 4;
+    if (threads <= 0) threads = is_tunnels || is_tls ? 8 : is_bulk ? 1 : 4;
     if (!path) path = is_bulk ? "/big" : "/small";
     if (duration <= 0 || count < 0) usage();
     signal(SIGPIPE, SIG_IGN);
@@ -608,5 +792,5 @@ int main(int argc, char **argv) {
             fprintf(stderr, "loadgen: warning: RLIMIT_NOFILE is %llu, this run needs about %ld descriptors\n",
                     (unsigned long long)rl.rlim_cur, need);
     }
-    return is_idle ? run_idle() : run_load(is_bulk);
+    return is_idle ? run_idle() : run_load(is_bulk, is_tls);
 }
