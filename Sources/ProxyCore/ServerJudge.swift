@@ -52,23 +52,14 @@ extension ServerJudgement {
                                            signatureAlgorithm: leaf.signatureAlgorithm)
         }
         if let finding = verdict.blockingFinding {
-            blocking = Refusal(reason: finding.reason.rawValue, message: finding.message,
-                               alert: ServerJudgement.alert(for: finding.reason))
+            // INTERFACE.md: a handshake refused by policy gets insufficient_security (only a version
+            // refusal gets protocol_version); the reason itself is in the log.
+            blocking = Refusal(reason: finding.reason.rawValue, message: finding.message, alert: .insufficientSecurity)
         }
         let tolerated = verdict.toleratedFindings
         self.tolerated = tolerated.map(\.reason.rawValue)
         if !tolerated.isEmpty {
             note = "tolerated (cleartext is allowed for this host): " + tolerated.map(\.message).joined(separator: "; ")
-        }
-    }
-
-    /// The alert a client gets for each certificate refusal: specific, so its error says what is wrong.
-    static func alert(for reason: BlockReason) -> AlertDescription {
-        switch reason {
-        case .certificateUntrusted: .unknownCA
-        case .certificateExpired: .certificateExpired
-        case .certificateHostname: .badCertificate
-        default: .insufficientSecurity
         }
     }
 }

@@ -158,7 +158,7 @@ import Testing
         // The first record is written once the verdict is known, so the second tunnel finds it cached.
         try daemon.waitForRecords(1)
         let second = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/")
-        #expect(second.stderr.contains("alert unknown ca"), "\(second.stderr)")
+        #expect(second.stderr.contains("alert insufficient security"), "\(second.stderr)")
         let (_, records) = try daemon.stop(expected: 2)
         #expect(records.contains { ($0["message"] as? String ?? "").contains("does not lead to a trusted root") })
         #expect(records.last?["reason"] as? String == "certificate-untrusted")
