@@ -1,0 +1,48 @@
+import Testing
+@testable import ProxyCore
+
+/// Origins' response heads, read as bytes.
+@Suite struct ResponseHeadTests {
+    private func parse(_ text: String) throws(ResponseHead.Malformed) -> ResponseHead? {
+        try Array(text.utf8).withUnsafeBytes { bytes in
+            Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(bytes) }
+        }.get()
+    }
+
+    @Test func fieldsStatusAndReasonAreReadAndTheBodyIsLeft() throws {
+        let text = "HTTP/1.1 404 Not Found here\r\nContent-Length:  12 \r\nX-Empty:\r\nConnection: keep-alive, Upgrade\r\n\r\n"
+        let head = try #require(try parse(text + "body follows"))
+        #expect(head.minorVersion == 1)
+        #expect(head.status == 404)
+        #expect(head.reason == "Not Found here")
+        #expect(head.fields.map(\.name) == ["Content-Length", "X-Empty", "Connection"])
+        #expect(head.fields.map(\.value) == ["12", "", "keep-alive, Upgrade"], "optional whitespace is trimmed")
+        #expect(head.length == text.utf8.count)
+        #expect(head.tokens("connection") == ["keep-alive", "upgrade"])
+    }
+
+    @Test func aStatusLineWithoutReasonAndHTTP10() throws {
+        let head = try #require(try parse("HTTP/1.0 204\r\n\r\n"))
+        #expect(head.minorVersion == 0)
+        #expect(head.status == 204)
+        #expect(head.reason == "")
+        #expect(!head.originKeepsConnection)
+    }
+
+    @Test func anIncompleteHeadWaitsForMore() throws {
+        #expect(try parse("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n") == nil)
+    }
+
+    @Test(arguments: ["HTTP/2 200 OK\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "HTTP/1.1 2x0 OK\r\n\r\n",
+                      "HTTP/1.1 200OK\r\n\r\n", "HTTP/1.1 200 OK\r\nNo colon here\r\n\r\n",
+                      "HTTP/1.1 200 OK\r\n: empty name\r\n\r\n", "HTTP/1.1 200 OK\r\nA: b\r\n folded\r\n\r\n"])
+    func malformedHeadsAreRefused(text: String) {
+        #expect(throws: ResponseHead.Malformed.self) { try parse(text) }
+    }
+
+    @Test func theRewrittenHeadDropsHopByHopFieldsAndAddsVia() throws {
+        let head = try #require(try parse("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nConnection: Keep-Alive\r\nX-A: 1\r\n\r\n"))
+        let text = String(decoding: head.rewritten(keepAlive: false, clientMinorVersion: 1), as: UTF8.self)
+        #expect(text == "HTTP/1.1 200 OK\r\nX-A: 1\r\nVia: 1.1 atsgate\r\nConnection: close\r\n\r\n")
+    }
+}
