@@ -39,6 +39,11 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
         return out
     }
 
+    /// Appends compact JSON as UTF-8 (the decision log's lines: no String in between).
+    public func appendCompact(to bytes: inout [UInt8]) {
+        write(to: &bytes, indent: nil, level: 0)
+    }
+
     /// Indented JSON for documents people read.
     public var pretty: String {
         var out = ""
@@ -46,12 +51,12 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
         return out
     }
 
-    private func write(to out: inout String, indent: String?, level: Int) {
+    private func write<Out: JSONOutput>(to out: inout Out, indent: String?, level: Int) {
         switch self {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .int(let i): out += String(i)
-        case .double(let d): out += d.isFinite ? String(d) : "null"
+        case .null: out.append("null")
+        case .bool(let b): out.append(b ? "true" : "false")
+        case .int(let i): out.append(String(i))
+        case .double(let d): out.append(d.isFinite ? String(d) : "null")
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let items):
             writeContainer(open: "[", close: "]", count: items.count, to: &out, indent: indent, level: level) {
@@ -61,27 +66,27 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
             writeContainer(open: "{", close: "}", count: fields.count, to: &out, indent: indent, level: level) {
                 index, out in
                 JSONValue.writeString(fields[index].0, to: &out)
-                out += indent == nil ? ":" : ": "
+                out.append(indent == nil ? ":" : ": ")
                 fields[index].1.write(to: &out, indent: indent, level: level + 1)
             }
         }
     }
 
-    private func writeContainer(open: String, close: String, count: Int, to out: inout String, indent: String?,
-                                level: Int, element: (Int, inout String) -> Void) {
-        out += open
-        guard count > 0 else { out += close; return }
+    private func writeContainer<Out: JSONOutput>(open: String, close: String, count: Int, to out: inout Out,
+                                                 indent: String?, level: Int, element: (Int, inout Out) -> Void) {
+        out.append(open)
+        guard count > 0 else { out.append(close); return }
         for index in 0..<count {
-            if index > 0 { out += "," }
-            if let indent { out += "\n" + String(repeating: indent, count: level + 1) }
+            if index > 0 { out.append(",") }
+            if let indent { out.append("\n" + String(repeating: indent, count: level + 1)) }
             element(index, &out)
         }
-        if let indent { out += "\n" + String(repeating: indent, count: level) }
-        out += close
+        if let indent { out.append("\n" + String(repeating: indent, count: level)) }
+        out.append(close)
     }
 
-    private static func writeString(_ s: String, to out: inout String) {
-        out += "\""
+    private static func writeString<Out: JSONOutput>(_ s: String, to out: inout Out) {
+        out.append("\"")
         // Most strings need no escaping: append them whole (the per-scalar path dominated log cost).
         // A native string's bytes are contiguous: scanning them directly is several times faster
         // than the generic UTF8View iteration (the top symbol of the proxy's own code per tunnel).
@@ -89,23 +94,37 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
         let needsEscaping = s.utf8.withContiguousStorageIfAvailable { $0.contains(where: special) }
             ?? s.utf8.contains(where: special)
         if !needsEscaping {
-            out += s
-            out += "\""
+            out.append(s)
+            out.append("\"")
             return
         }
         for scalar in s.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
+            case "\"": out.append("\\\"")
+            case "\\": out.append("\\\\")
+            case "\n": out.append("\\n")
+            case "\r": out.append("\\r")
+            case "\t": out.append("\\t")
             case _ where scalar.value < 0x20:
                 let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
+                out.append("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
+            default: out.append(String(scalar))
             }
         }
-        out += "\""
+        out.append("\"")
+    }
+}
+
+/// Where JSON text goes: a String, or UTF-8 bytes for the log.
+protocol JSONOutput {
+    mutating func append(_ text: String)
+}
+
+extension String: JSONOutput {}
+
+extension Array: JSONOutput where Element == UInt8 {
+    mutating func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append(contentsOf: $0) }
     }
 }

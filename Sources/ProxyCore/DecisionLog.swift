@@ -131,13 +131,13 @@ final class DecisionLog: Sendable {
     func write(_ record: LogRecord, into buffer: inout [UInt8]) {
         switch format {
         case .json:
-            buffer += record.json(policy: policy).compact.utf8
+            record.json(policy: policy).appendCompact(to: &buffer)
         case .text:
             buffer += record.text(policy: policy).utf8
         case .journal:
             guard let structured = sink.structured else {
                 // No journal wired in (a library user): fall back to JSON lines.
-                buffer += record.json(policy: policy).compact.utf8
+                record.json(policy: policy).appendCompact(to: &buffer)
                 break
             }
             return structured(record.text(policy: policy), record.priority, record.journalFields(policy: policy))
