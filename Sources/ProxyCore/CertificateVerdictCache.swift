@@ -12,12 +12,20 @@ struct ServerJudgement: Sendable {
         var alert: AlertDescription
     }
 
-    /// The leaf certificate as the log shows it.
-    struct CertificateFacts: Sendable {
-        var subject: String
-        var issuer: String
-        var key: String
-        var signatureAlgorithm: String
+    /// The leaf certificate as the log shows it. A class: every connection's record has room for
+    /// one, and most never hold one.
+    final class CertificateFacts: Sendable {
+        let subject: String
+        let issuer: String
+        let key: String
+        let signatureAlgorithm: String
+
+        init(subject: String, issuer: String, key: String, signatureAlgorithm: String) {
+            self.subject = subject
+            self.issuer = issuer
+            self.key = key
+            self.signatureAlgorithm = signatureAlgorithm
+        }
     }
 
     var blocking: Refusal?

@@ -8,11 +8,13 @@ import TLSWire
 /// R14 and the certificate meets R15/R17, and only then releases it and hands the tunnel to the
 /// splice relay. A refusal is a TLS fatal alert to the client, both sides closed, and a record.
 extension ProxyConnection {
-    /// What the inspection knows so far.
-    struct TLSInspection {
-        var destination: Destination
-        var requirements: Requirements
-        var pin: PinnedDomain?
+    /// What the inspection knows so far. A class: a connection holds it only while its handshake is
+    /// watched, and an inline optional struct would make every connection (idle tunnels included)
+    /// carry its full size.
+    final class TLSInspection {
+        let destination: Destination
+        let requirements: Requirements
+        let pin: PinnedDomain?
         var client = TLSHandshakeReader()
         var server = TLSHandshakeReader()
         var clientHello: ClientHello?
@@ -23,6 +25,12 @@ extension ProxyConnection {
         var toClient: [UInt8] = []
         var waitingForJudgement = false
         var released = false
+
+        init(destination: Destination, requirements: Requirements, pin: PinnedDomain?) {
+            self.destination = destination
+            self.requirements = requirements
+            self.pin = pin
+        }
     }
 
     static let inspectionHoldLimit = 256 * 1024
@@ -55,27 +63,24 @@ extension ProxyConnection {
     }
 
     private func takeClientBytes(_ bytes: [UInt8]) {
-        guard var current = inspection, !bytes.isEmpty else { return }
+        guard let current = inspection, !bytes.isEmpty else { return }
         current.toUpstream += bytes
         if current.clientHello == nil {
             let messages: [HandshakeMessage]
             do {
                 messages = try current.client.feed(bytes)
             } catch {
-                inspection = current
                 refuseHandshake(reason: "bad-request", message: "not a TLS handshake: \(error)", alert: .decodeError)
                 return
             }
             if let first = messages.first {
                 guard first.type == .clientHello, let hello = try? ClientHello(first) else {
-                    inspection = current
                     refuseHandshake(reason: "bad-request", message: "the first handshake message is not a valid ClientHello",
                                        alert: .decodeError)
                     return
                 }
                 current.clientHello = hello
                 record.sni = hello.serverName
-                inspection = current
                 if let problem = sniMismatch(hello.serverName, current.destination) {
                     if context.configuration.sniMismatch == .block {
                         if refuseHandshake(reason: BlockReason.sniMismatch.rawValue, message: problem,
@@ -86,14 +91,12 @@ extension ProxyConnection {
                 }
             } else {
                 // Not a whole ClientHello yet: nothing goes to the origin before its SNI is checked.
-                inspection = current
                 if current.toUpstream.count > Self.inspectionHoldLimit {
                     refuseHandshake(reason: "bad-request", message: "ClientHello larger than 256 KiB", alert: .decodeError)
                 }
                 return
             }
         }
-        inspection = current
         inspectionFlush()
     }
 
@@ -117,7 +120,7 @@ extension ProxyConnection {
     }
 
     func inspectionReadUpstream() {
-        guard var current = inspection, let upstream else { return }
+        guard let current = inspection, let upstream else { return }
         var ended = false
         var fresh: [UInt8] = []
         readLoop: while current.toClient.count + fresh.count <= Self.inspectionHoldLimit {
@@ -131,7 +134,6 @@ extension ProxyConnection {
         current.toClient += fresh
         if current.toClient.count > Self.inspectionHoldLimit { upstream.wantRead(false) }
         if current.released || current.waitingForJudgement {
-            inspection = current
             if ended { upstream.wantRead(false) }
             return inspectionFlush()
         }
@@ -139,12 +141,10 @@ extension ProxyConnection {
         do {
             messages = try current.server.feed(fresh)
         } catch {
-            inspection = current
             refuseHandshake(reason: "upstream-protocol", message: "the origin's answer is not TLS: \(error)",
                                alert: .handshakeFailure, action: "error")
             return
         }
-        inspection = current
         for message in messages {
             guard inspection != nil else { return }
             if message.type == .serverHello {
@@ -163,18 +163,16 @@ extension ProxyConnection {
                 return judgeByProbe()
             }
         }
-        guard var after = inspection else { return }
+        guard let after = inspection else { return }
         if after.server.sawNonHandshakeRecord != nil, !after.waitingForJudgement, !after.released {
             if let alert = after.server.alert {
                 // The origin refused the handshake itself: not an ATS decision; the client hears it.
                 record.message = "the origin ended the handshake: \(alert.summary)"
                 after.released = true
-                inspection = after
                 return release()
             }
             // TLS 1.2 resumption (ChangeCipherSpec before any Certificate): judge the server by a probe.
             if after.serverHello != nil {
-                inspection = after
                 return judgeByProbe()
             }
         }
@@ -183,7 +181,7 @@ extension ProxyConnection {
 
     /// R14 on the ServerHello. Returns true when the inspection has moved on (refused, judging, released).
     private func serverHelloArrived(_ hello: ServerHello) -> Bool {
-        guard var current = inspection else { return true }
+        guard let current = inspection else { return true }
         let version = hello.negotiatedVersion
         record.tlsVersion = TLSProtocolVersion.name(for: version)
         record.cipher = CipherSuite.name(for: hello.cipherSuite)
@@ -191,7 +189,6 @@ extension ProxyConnection {
         // itself; the client reader must be told, or it would stop at the client's.
         if hello.isHelloRetryRequest { current.client.serverSentHelloRetryRequest() }
         current.serverHello = hello
-        inspection = current
         if let violation = current.requirements.wireViolation(version: version, suite: hello.cipherSuite,
                                                               host: current.destination.host.description,
                                                               versionName: TLSProtocolVersion.name(for: version),
@@ -272,8 +269,8 @@ extension ProxyConnection {
         // still gets its record completed with the certificate's findings.
         cache.compute(key, compute: compute, on: queue) { [self] judgement in
             judgementPending = false
-            if let record = deferredRecord {
-                deferredRecord = nil
+            if let record = deferredRecord.first {
+                deferredRecord = []
                 return logDeferred(record, judgement)
             }
             applyJudgement(judgement)
@@ -310,10 +307,9 @@ extension ProxyConnection {
 
     /// Hands the connection to the splice relay with whatever is still held in user space.
     private func release() {
-        guard var current = inspection else { return }
+        guard let current = inspection else { return }
         current.released = true
         current.waitingForJudgement = false
-        inspection = current
         guard state == .inspecting else { return }
         disarm()
         let up = current.toUpstream
@@ -353,22 +349,21 @@ extension ProxyConnection {
     /// Writes what the inspection may pass on: client bytes once the ClientHello is checked, server
     /// bytes once released.
     func inspectionFlush() {
-        guard var current = inspection, let upstream else { return }
+        guard let current = inspection, let upstream else { return }
         if current.clientHello != nil, !current.toUpstream.isEmpty {
             let before = current.toUpstream.count
             let ok = write(&current.toUpstream, to: upstream)
             inspectedUp += before - current.toUpstream.count
-            if !ok { inspection = current; return inspectionEnded("writing to the origin failed") }
+            if !ok { return inspectionEnded("writing to the origin failed") }
         }
         if current.released, !current.toClient.isEmpty {
             let before = current.toClient.count
             let ok = write(&current.toClient, to: client)
             inspectedDown += before - current.toClient.count
-            if !ok { inspection = current; return inspectionEnded("writing to the client failed") }
+            if !ok { return inspectionEnded("writing to the client failed") }
         }
         upstream.wantWrite(!current.toUpstream.isEmpty && current.clientHello != nil)
         client.wantWrite(current.released && !current.toClient.isEmpty)
-        inspection = current
     }
 
     /// Writes as much as the socket takes; false on an error.

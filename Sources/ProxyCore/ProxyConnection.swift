@@ -38,7 +38,8 @@ final class ProxyConnection {
     var inspectedDown = 0
     /// A certificate verdict is being computed; a record finished meanwhile waits for it.
     var judgementPending = false
-    var deferredRecord: LogRecord?
+    /// (In an array: an inline optional record would make every connection carry a second one.)
+    var deferredRecord: [LogRecord] = []
     let loop: EventLoop
     let clock: LoopClock
     let pool: UpstreamPool
@@ -298,7 +299,7 @@ final class ProxyConnection {
         }
         if judgementPending {
             record.durationMilliseconds = (now() - started) * 1000
-            deferredRecord = record
+            deferredRecord = [record]
         } else {
             log()
         }
