@@ -76,7 +76,7 @@ extension ProxyConnection {
             if let first = messages.first {
                 guard first.type == .clientHello, let hello = try? ClientHello(first) else {
                     refuseHandshake(reason: "bad-request", message: "the first handshake message is not a valid ClientHello",
-                                       alert: .decodeError)
+                                    alert: .decodeError)
                     return
                 }
                 current.clientHello = hello
@@ -142,7 +142,7 @@ extension ProxyConnection {
             messages = try current.server.feed(fresh)
         } catch {
             refuseHandshake(reason: "upstream-protocol", message: "the origin's answer is not TLS: \(error)",
-                               alert: .handshakeFailure, action: "error")
+                            alert: .handshakeFailure, action: "error")
             return
         }
         for message in messages {
@@ -150,7 +150,7 @@ extension ProxyConnection {
             if message.type == .serverHello {
                 guard let hello = try? ServerHello(message) else {
                     refuseHandshake(reason: "upstream-protocol", message: "the origin sent a malformed ServerHello",
-                                       alert: .handshakeFailure, action: "error")
+                                    alert: .handshakeFailure, action: "error")
                     return
                 }
                 if serverHelloArrived(hello) { return }
