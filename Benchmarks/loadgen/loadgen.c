@@ -355,14 +355,16 @@ static int one_exchange(worker_t *w, char *buf, size_t bufsize, double deadline_
 
 static double deadline_global;
 
-static void *tunnels_worker(void *arg) {
-    worker_t *w = arg;
+// One short exchange per iteration until the deadline, timing each: the tunnels and tls modes.
+typedef int (*exchange_fn)(worker_t *w, char *buf, size_t bufsize);
+
+static void *rate_loop(worker_t *w, exchange_fn exchange) {
     char buf[4096];
     pthread_barrier_wait(w->barrier);
     for (;;) {
         double t0 = now_s();
         if (t0 >= deadline_global) break;
-        if (one_exchange(w, buf, sizeof buf, 0) == 0) {
+        if (exchange(w, buf, sizeof buf) == 0) {
             w->completed++;
             lat_push(w, now_s() - t0);
         } else {
@@ -372,6 +374,10 @@ static void *tunnels_worker(void *arg) {
     w->end = now_s();
     return NULL;
 }
+
+static int plain_exchange(worker_t *w, char *buf, size_t bufsize) { return one_exchange(w, buf, bufsize, 0); }
+
+static void *tunnels_worker(void *arg) { return rate_loop(arg, plain_exchange); }
 
 static void *bulk_worker(void *arg) {
     worker_t *w = arg;
@@ -505,23 +511,7 @@ static int one_tls_exchange(worker_t *w, char *buf, size_t bufsize) {
     return 0;
 }
 
-static void *tls_worker(void *arg) {
-    worker_t *w = arg;
-    char buf[4096];
-    pthread_barrier_wait(w->barrier);
-    for (;;) {
-        double t0 = now_s();
-        if (t0 >= deadline_global) break;
-        if (one_tls_exchange(w, buf, sizeof buf) == 0) {
-            w->completed++;
-            lat_push(w, now_s() - t0);
-        } else {
-            usleep(1000);
-        }
-    }
-    w->end = now_s();
-    return NULL;
-}
+static void *tls_worker(void *arg) { return rate_loop(arg, one_tls_exchange); }
 
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
