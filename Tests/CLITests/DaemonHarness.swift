@@ -105,6 +105,15 @@ final class Daemon {
         return (status, records)
     }
 
+    /// A raw client whose CONNECT to 127.0.0.1:`port` the daemon answered with 200 (else throws).
+    func openTunnel(to port: Int) throws -> RawClient {
+        let client = try RawClient(port: self.port)
+        client.send("CONNECT 127.0.0.1:\(port) HTTP/1.1\r\n\r\n")
+        let answer = client.read(until: "\r\n\r\n")
+        guard answer.hasPrefix("HTTP/1.1 200 ") else { throw HarnessError("CONNECT answered: \(answer)") }
+        return client
+    }
+
     /// Waits until the log holds `count` records (they are written when an exchange ends).
     func waitForRecords(_ count: Int) throws {
         try process.wait { out, _ in out.split(separator: "\n").count >= count }

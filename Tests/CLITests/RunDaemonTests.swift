@@ -343,9 +343,7 @@ import Testing
     @Test func anIdleTunnelIsClosedAndLogged() throws {
         let origin = try Origin()
         let daemon = try Daemon(["--connect-port", "\(origin.eofPort)", "--idle-timeout", "0.3"])
-        let client = try RawClient(port: daemon.port)
-        client.send("CONNECT 127.0.0.1:\(origin.eofPort) HTTP/1.1\r\n\r\n")
-        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+        let client = try daemon.openTunnel(to: origin.eofPort)
         client.send("hello")
         // Nothing more moves: the daemon closes the tunnel; the origin, cut off, answers nothing.
         #expect(client.readAll() == "")

@@ -49,9 +49,7 @@ import Testing
         let directory = try TemporaryDirectory()
         let policy = try directory.write("policy.json", Self.strict)
         let daemon = try Daemon(["--policy", policy, "--connect-port", "\(origin.httpPort)"])
-        let tunnel = try RawClient(port: daemon.port)
-        tunnel.send("CONNECT 127.0.0.1:\(origin.httpPort) HTTP/1.1\r\n\r\n")
-        #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let tunnel = try daemon.openTunnel(to: origin.httpPort)
         let request = "GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
         let body = String(repeating: "a", count: 100) // what /small answers
         tunnel.send(request)
@@ -60,9 +58,7 @@ import Testing
         // The new policy revokes the local-network exemption: new cleartext tunnels to 127.0.0.1 fail.
         try directory.write("policy.json", #"{"NSAllowsLocalNetworking": false}"#)
         try daemon.reload()
-        let fresh = try RawClient(port: daemon.port)
-        fresh.send("CONNECT 127.0.0.1:\(origin.httpPort) HTTP/1.1\r\n\r\n")
-        #expect(fresh.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let fresh = try daemon.openTunnel(to: origin.httpPort)
         fresh.send(request)
         #expect(fresh.readAll().isEmpty, "the new policy closes a cleartext tunnel to a local address")
 
@@ -80,9 +76,7 @@ import Testing
         let origin = try Origin()
         let daemon = try Daemon(["--connect-port", "\(origin.httpPort)", "--admin", "127.0.0.1:0"])
         let adminPort = try daemon.adminPort()
-        let tunnel = try RawClient(port: daemon.port)
-        tunnel.send("CONNECT 127.0.0.1:\(origin.httpPort) HTTP/1.1\r\n\r\n")
-        #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let tunnel = try daemon.openTunnel(to: origin.httpPort)
 
         kill(daemon.process.process.processIdentifier, SIGTERM)
         try daemon.process.wait { _, err in err.contains("SIGTERM: stopping") }
@@ -103,9 +97,7 @@ import Testing
     @Test func theGracePeriodEndsWithARecordForEachCutTunnel() throws {
         let origin = try Origin()
         let daemon = try Daemon(["--connect-port", "\(origin.httpPort)", "--grace-period", "0.5"])
-        let tunnel = try RawClient(port: daemon.port)
-        tunnel.send("CONNECT 127.0.0.1:\(origin.httpPort) HTTP/1.1\r\n\r\n")
-        #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200"))
+        let tunnel = try daemon.openTunnel(to: origin.httpPort)
         tunnel.send("GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 OK"))
         let (status, records) = try daemon.stop(expected: 0)
