@@ -102,11 +102,8 @@ private final class AdminExchange {
     private func respond(_ status: Int, _ body: String, head: Bool = false, headers: [(String, String)] = [],
                          type: String = "text/plain; charset=utf-8") {
         guard !done else { return }
-        let bytes = Array(body.utf8)
-        var text = "HTTP/1.1 \(status) \(status == 404 ? "Not Found" : ProxyResponse.reasonPhrase(status))\r\n"
-        text += "Content-Type: \(type)\r\nContent-Length: \(bytes.count)\r\nConnection: close\r\n"
-        for (name, value) in headers { text += "\(name): \(value)\r\n" }
-        response = Array((text + "\r\n").utf8) + (head ? [] : bytes)
+        response = ProxyResponse.render(status: status, headers: headers, body: body, keepAlive: false,
+                                        contentType: type, includeBody: !head)
         writeResponse()
     }
 

@@ -39,6 +39,12 @@ struct LogRecord {
     var bytesDown = 0
     var durationMilliseconds = 0.0
 
+    /// The action as logged: the proxy's own when it answered, else the decision's.
+    var loggedAction: String { action ?? decision?.action.rawValue ?? "allow" }
+
+    /// The reason code as logged, if any.
+    var loggedReason: String? { reason ?? decision?.reason?.rawValue }
+
     func json(policy: String) -> JSONValue {
         let destination = decision?.destination
         let requirements = decision?.requirements
@@ -54,8 +60,8 @@ struct LogRecord {
             ("direct", decision.map { .bool($0.direct) } ?? .null),
             ("exception", .optional(decision?.exception?.entry.displayName)),
             ("ats", .optional(decision?.ats.rawValue)),
-            ("action", .string(action ?? decision?.action.rawValue ?? "allow")),
-            ("reason", .optional(reason ?? decision?.reason?.rawValue)),
+            ("action", .string(loggedAction)),
+            ("reason", .optional(loggedReason)),
             ("message", .optional(message ?? decision?.message)),
             ("enforced", .bool(enforced)),
             ("tls_version", .optional(tlsVersion)),
@@ -83,8 +89,8 @@ struct LogRecord {
 
     func text(policy: String) -> String {
         let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
-        let verdict = action ?? decision?.action.rawValue ?? "allow"
-        let code = reason ?? decision?.reason?.rawValue
+        let verdict = loggedAction
+        let code = loggedReason
         var line = "\(LogRecord.timestamp(time)) \(client) \(method) \(target) \(verdict.uppercased())"
         if let code { line += " \(code)" }
         if !enforced { line += " (report only)" }
@@ -196,7 +202,7 @@ extension LogRecord {
 
     /// Blocks are warnings, upstream failures errors, the rest informational (syslog levels).
     var priority: Int32 {
-        switch action ?? decision?.action.rawValue ?? "allow" {
+        switch loggedAction {
         case "block": 4
         case "error": 3
         default: 6

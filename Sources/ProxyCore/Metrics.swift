@@ -21,8 +21,8 @@ struct LoopMetrics {
     ]
 
     mutating func count(_ record: LogRecord) {
-        let action = record.action ?? record.decision?.action.rawValue ?? "allow"
-        let reason = record.reason ?? record.decision?.reason?.rawValue ?? ""
+        let action = record.loggedAction
+        let reason = record.loggedReason ?? ""
         decisions[DecisionKey(action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown

@@ -1,14 +1,16 @@
 /// The proxy's own HTTP answers: blocks, errors, and the page for requests addressed to the proxy.
 enum ProxyResponse {
-    static func render(status: Int, headers: [(String, String)] = [], body: String, keepAlive: Bool) -> [UInt8] {
+    /// `includeBody` false answers a HEAD: the same head, Content-Length included, without the body.
+    static func render(status: Int, headers: [(String, String)] = [], body: String, keepAlive: Bool,
+                       contentType: String = "text/plain; charset=utf-8", includeBody: Bool = true) -> [UInt8] {
         let bodyBytes = Array(body.utf8)
         var head = "HTTP/1.1 \(status) \(reasonPhrase(status))\r\n"
-        head += "Content-Type: text/plain; charset=utf-8\r\n"
+        head += "Content-Type: \(contentType)\r\n"
         head += "Content-Length: \(bodyBytes.count)\r\n"
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += keepAlive ? "" : "Connection: close\r\n"
         head += "\r\n"
-        return Array(head.utf8) + bodyBytes
+        return Array(head.utf8) + (includeBody ? bodyBytes : [])
     }
 
     static func reasonPhrase(_ status: Int) -> String {
@@ -17,6 +19,7 @@ enum ProxyResponse {
         case 308: "Permanent Redirect"
         case 400: "Bad Request"
         case 403: "Forbidden"
+        case 404: "Not Found"
         case 405: "Method Not Allowed"
         case 408: "Request Timeout"
         case 431: "Request Header Fields Too Large"
