@@ -44,6 +44,11 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
         write(to: &bytes, indent: nil, level: 0)
     }
 
+    /// Appends `text` as a JSON string literal (quoted and escaped) in UTF-8.
+    public static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        writeString(text, to: &bytes)
+    }
+
     /// Indented JSON for documents people read.
     public var pretty: String {
         var out = ""

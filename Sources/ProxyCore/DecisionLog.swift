@@ -45,46 +45,50 @@ struct LogRecord {
     /// The reason code as logged, if any.
     var loggedReason: String? { reason ?? decision?.reason?.rawValue }
 
-    func json(policy: String) -> JSONValue {
+    /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
+    /// line, the journal entry and the tests all read. Optional fields named in `nullable` are written
+    /// as null when absent; the others are left out.
+    func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
         let destination = decision?.destination
-        let requirements = decision?.requirements
-        var fields: [(String, JSONValue)] = [
-            ("time", .string(LogRecord.timestamp(time))),
-            ("client", .string(client.description)),
-            ("policy", .string(policy)),
-            ("method", .string(method)),
-            ("scheme", .optional(destination?.scheme.rawValue)),
-            ("host", .optional(destination?.host.description)),
-            ("port", destination.map { .int($0.port) } ?? .null),
-            ("class", .optional(destination?.hostClass.rawValue)),
-            ("direct", decision.map { .bool($0.direct) } ?? .null),
-            ("exception", .optional(decision?.exception?.entry.displayName)),
-            ("ats", .optional(decision?.ats.rawValue)),
-            ("action", .string(loggedAction)),
-            ("reason", .optional(loggedReason)),
-            ("message", .optional(message ?? decision?.message)),
-            ("enforced", .bool(enforced)),
-            ("tls_version", .optional(tlsVersion)),
-            ("cipher", .optional(cipher)),
-            ("upstream_ip", .optional(upstreamIP)),
-            ("bytes_up", .int(bytesUp)),
-            ("bytes_down", .int(bytesDown)),
-            ("duration_ms", .double((durationMilliseconds * 1000).rounded() / 1000)),
-        ]
-        if let status { fields.append(("status", .int(status))) }
-        if let sni { fields.append(("sni", .string(sni))) }
+        fields.time("time", time)
+        fields.address("client", client)
+        fields.string("policy", policy)
+        fields.string("method", method)
+        fields.string("scheme", destination?.scheme.rawValue)
+        fields.host("host", destination?.host)
+        fields.int("port", destination?.port)
+        fields.string("class", destination?.hostClass.rawValue)
+        fields.bool("direct", decision?.direct)
+        fields.string("exception", decision?.exception?.entry.displayName)
+        fields.string("ats", decision?.ats.rawValue)
+        fields.string("action", loggedAction)
+        fields.string("reason", loggedReason)
+        fields.string("message", message ?? decision?.message)
+        fields.bool("enforced", enforced)
+        fields.string("tls_version", tlsVersion)
+        fields.string("cipher", cipher)
+        fields.string("upstream_ip", upstreamIP)
+        fields.int("bytes_up", bytesUp)
+        fields.int("bytes_down", bytesDown)
+        fields.milliseconds("duration_ms", durationMilliseconds)
+        if let status { fields.int("status", status) }
+        if let sni { fields.string("sni", sni) }
         if let certificate {
-            fields.append(("cert_subject", .string(certificate.subject)))
-            fields.append(("cert_issuer", .string(certificate.issuer)))
-            fields.append(("cert_key", .string(certificate.key)))
-            fields.append(("cert_signature", .string(certificate.signatureAlgorithm)))
+            fields.string("cert_subject", certificate.subject)
+            fields.string("cert_issuer", certificate.issuer)
+            fields.string("cert_key", certificate.key)
+            fields.string("cert_signature", certificate.signatureAlgorithm)
         }
-        if !toleratedFindings.isEmpty { fields.append(("cert_tolerated", .array(toleratedFindings.map { .string($0) }))) }
-        if let decision { fields.append(("rule", .string(decision.rule))) }
-        if let requirements, requirements.minimumTLSVersion != nil {
-            fields.append(("minimum_tls_version", .optional(requirements.minimumTLSVersion?.rawValue)))
-        }
-        return .object(fields)
+        if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
+        if let decision { fields.string("rule", decision.rule) }
+        if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
+    }
+
+    /// The record as a JSON object (what a JSON line holds).
+    func json(policy: String) -> JSONValue {
+        var object = JSONObjectFields()
+        visit(policy: policy, &object)
+        return .object(object.fields)
     }
 
     func text(policy: String) -> String {
@@ -137,13 +141,13 @@ final class DecisionLog: Sendable {
     func write(_ record: LogRecord, into buffer: inout [UInt8]) {
         switch format {
         case .json:
-            record.json(policy: policy).appendCompact(to: &buffer)
+            appendJSON(record, to: &buffer)
         case .text:
             buffer += record.text(policy: policy).utf8
         case .journal:
             guard let structured = sink.structured else {
                 // No journal wired in (a library user): fall back to JSON lines.
-                record.json(policy: policy).appendCompact(to: &buffer)
+                appendJSON(record, to: &buffer)
                 break
             }
             return structured(record.text(policy: policy), record.priority, record.journalFields(policy: policy))
@@ -153,6 +157,12 @@ final class DecisionLog: Sendable {
     }
 
     func flush(_ buffer: inout [UInt8]) { sink.flush(&buffer) }
+
+    private func appendJSON(_ record: LogRecord, to buffer: inout [UInt8]) {
+        var writer = JSONLineWriter(taking: &buffer)
+        record.visit(policy: policy, &writer)
+        buffer = writer.finish()
+    }
 }
 
 /// Where log lines go: one descriptor (standard output), written under a lock shared by every loop

@@ -280,8 +280,8 @@ final class ProxyConnection {
     func log() {
         record.durationMilliseconds = (now() - started) * 1000
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
-        let accessRules: Set<String?> = [BlockReason.clientNotAllowed.rawValue, BlockReason.portNotAllowed.rawValue]
-        record.enforced = context.configuration.mode == .enforce || accessRules.contains(record.reason)
+        record.enforced = context.configuration.mode == .enforce
+            || record.reason == BlockReason.clientNotAllowed.rawValue || record.reason == BlockReason.portNotAllowed.rawValue
         loop.metrics.count(record)
         context.shared.decisions.add(1, ordering: .relaxed)
         context.log.write(record, into: &loop.logBuffer)

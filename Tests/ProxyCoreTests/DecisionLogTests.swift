@@ -1,0 +1,98 @@
+import ATSPolicy
+import Foundation
+import Testing
+@testable import ProxyCore
+
+/// The decision log's JSON lines are written straight into bytes; they must say exactly what the
+/// record's JSON object says, and parse as that object.
+@Suite struct DecisionLogTests {
+    private static let engine: DecisionEngine = {
+        let dictionary: [String: PlistValue] = [
+            "NSExceptionDomains": .dictionary([
+                "legacy.example": .dictionary([
+                    "NSExceptionAllowsInsecureHTTPLoads": .bool(true),
+                    "NSExceptionMinimumTLSVersion": .string("TLSv1.0"),
+                ]),
+            ]),
+        ]
+        return DecisionEngine(policy: Policy(PolicySource(origin: "test.plist", format: nil, root: .bare, dictionary: dictionary)))
+    }()
+
+    private static func decision(_ url: String) throws -> Decision {
+        engine.decide(try Destination.parse(url: url))
+    }
+
+    /// Records covering every kind of field: nulls, IPv6, escapes, negative and large numbers,
+    /// durations at each rounding edge, certificate facts and tolerated findings.
+    private static func records() throws -> [LogRecord] {
+        let v4 = SocketAddress(ip: .v4(0x7F00_0001), port: 50123)
+        let v6 = try #require(SocketAddress(parsing: "[2001:db8::1]:443"))
+        var plain = LogRecord(time: 1_795_000_000.123_456, client: v4, method: "GET",
+                              decision: try decision("http://www.example.com/"), enforced: true)
+        plain.bytesUp = 123
+        plain.bytesDown = 1 << 40
+        plain.durationMilliseconds = 12.000_4
+        var proxyAnswer = LogRecord(time: 0.999, client: v6, method: "-", action: "error", reason: "bad-request",
+                                    message: "quote \" backslash \\ newline \n tab \t bell \u{7} é ☃", enforced: false)
+        proxyAnswer.status = 400
+        proxyAnswer.durationMilliseconds = 0.000_4
+        var tls = LogRecord(time: 4_102_444_799.9999, client: v6, method: "CONNECT",
+                            decision: try decision("https://[2001:db8::2]:8443/"), enforced: true)
+        tls.tlsVersion = "TLSv1.3"
+        tls.cipher = "TLS_AES_128_GCM_SHA256"
+        tls.sni = "legacy.example"
+        tls.upstreamIP = "2001:db8::2"
+        tls.certificate = ServerJudgement.CertificateFacts(subject: "CN=legacy.example", issuer: "CN=Test CA",
+                                                           key: "RSA 2048", signatureAlgorithm: "sha256WithRSAEncryption")
+        tls.toleratedFindings = ["certificate-expired", "certificate-hostname"]
+        tls.durationMilliseconds = 1234.5675
+        tls.bytesUp = -1
+        var exception = LogRecord(time: 1_000_000_000, client: v4, method: "CONNECT",
+                                  decision: try decision("https://legacy.example/"), enforced: true)
+        exception.durationMilliseconds = 0.25
+        var negative = exception
+        negative.durationMilliseconds = -3.5
+        return [plain, proxyAnswer, tls, exception, negative]
+    }
+
+    @Test func jsonLinesMatchTheRecordsJSONObject() throws {
+        let log = DecisionLog(format: .json, policy: "test.plist", sink: LogSink(fd: -1))
+        for record in try Self.records() {
+            var line: [UInt8] = Array("earlier line\n".utf8)
+            log.write(record, into: &line)
+            var expected: [UInt8] = Array("earlier line\n".utf8)
+            record.json(policy: "test.plist").appendCompact(to: &expected)
+            expected.append(0x0A)
+            #expect(String(decoding: line, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+        }
+    }
+
+    @Test func jsonLinesParseWithTheValuesRecorded() throws {
+        let records = try Self.records()
+        let log = DecisionLog(format: .json, policy: "p", sink: LogSink(fd: -1))
+        var lines: [UInt8] = []
+        for record in records { log.write(record, into: &lines) }
+        let objects = try lines.split(separator: 0x0A).map {
+            try #require(JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
+        }
+        #expect(objects.count == records.count)
+        #expect(objects[0]["time"] as? String == "2026-11-18T11:06:40.123Z")
+        #expect(objects[0]["client"] as? String == "127.0.0.1:50123")
+        #expect(objects[0]["bytes_down"] as? Int == 1 << 40)
+        #expect(objects[0]["duration_ms"] as? Double == 12.0)
+        #expect(objects[1]["client"] as? String == "[2001:db8::1]:443")
+        #expect(objects[1]["time"] as? String == "1970-01-01T00:00:00.999Z")
+        #expect(objects[1]["message"] as? String == "quote \" backslash \\ newline \n tab \t bell \u{7} é ☃")
+        #expect(objects[1]["host"] is NSNull)
+        #expect(objects[1]["status"] as? Int == 400)
+        #expect(objects[1]["duration_ms"] as? Double == 0.0)
+        #expect(objects[2]["host"] as? String == "2001:db8::2")
+        #expect(objects[2]["time"] as? String == "2099-12-31T23:59:59.999Z")
+        #expect(objects[2]["duration_ms"] as? Double == 1234.568)
+        #expect(objects[2]["bytes_up"] as? Int == -1)
+        #expect(objects[2]["cert_tolerated"] as? [String] == ["certificate-expired", "certificate-hostname"])
+        #expect(objects[3]["minimum_tls_version"] as? String == "TLSv1.0")
+        #expect(objects[3]["exception"] as? String == "legacy.example")
+        #expect(objects[4]["duration_ms"] as? Double == -3.5)
+    }
+}
