@@ -43,9 +43,16 @@ final class Poller {
         return epoll_ctl(epoll, operation, channel.fd, &event) == 0 && wanted != 0
     }
 
-    /// Forgets a descriptor that is about to be closed.
+    /// Takes a descriptor out of the epoll set (one that stays open, such as a listening socket
+    /// every loop watches) and forgets it.
     func remove(_ channel: Channel, registered: Bool) {
         if registered { epoll_ctl(epoll, EPOLL_CTL_DEL, channel.fd, nil) }
+        forget(channel)
+    }
+
+    /// Forgets a descriptor about to be closed (its close takes it out of the epoll set). An event
+    /// already fetched for it in this batch finds no channel and is dropped.
+    func forget(_ channel: Channel) {
         if channels[channel.fd] === channel { channels[channel.fd] = nil }
     }
 

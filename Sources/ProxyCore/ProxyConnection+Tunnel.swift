@@ -72,9 +72,9 @@ extension ProxyConnection {
         let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
         let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
         pumps = [up, down]
-        client.onReadable { up.run() }
+        client.onReadable { up.readable() }
         upstream.onWritable { up.run() }
-        upstream.onReadable { down.run() }
+        upstream.onReadable { down.readable() }
         client.onWritable { down.run() }
         lastActivity = now()
         for pump in pumps {

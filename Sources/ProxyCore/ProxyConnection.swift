@@ -121,6 +121,9 @@ final class ProxyConnection {
             case .done(let n)?:
                 inbound.append(contentsOf: UnsafeRawBufferPointer(rebasing: loop.scratch[..<n]))
                 if inbound.count > RequestHeadParser.maximumHeadLength + 4 { return .wouldBlock }
+                // A short read took all there was: the next read would only say EAGAIN, and the
+                // level-triggered poller reports the socket again if more (or its end) arrives.
+                if n < loop.scratch.count { return .wouldBlock }
             case .wouldBlock?: return .wouldBlock
             case .endOfFile?: return .ended
             case nil: return .failed
@@ -208,8 +211,7 @@ final class ProxyConnection {
         }
         let channel = Channel(fd: fd, poller: loop.poller)
         upstream = channel
-        let completed: () -> Void = { [self] in
-            let code = Socket.connectResult(fd)
+        let completed: (Int32) -> Void = { [self] code in
             if code != 0 {
                 channel.close()
                 upstream = nil
@@ -221,12 +223,15 @@ final class ProxyConnection {
             record.upstreamIP = address.ip.description
             connected()
         }
-        // On loopback and fast LANs the handshake is usually done by the time connect(2) returns:
-        // check once before paying for a write source.
-        if Socket.isWritable(fd) { return completed() }
+        // Often done already (see connectProgress): check once before waiting for writability.
+        switch Socket.connectProgress(fd, to: address) {
+        case .connected: return completed(0)
+        case .failed(let code): return completed(code)
+        case .inProgress: break
+        }
         channel.onWritable { [channel] in
             channel.wantWrite(false)
-            completed()
+            completed(Socket.connectResult(fd))
         }
         channel.wantWrite(true)
     }

@@ -50,6 +50,7 @@ public final class ProxyServer: @unchecked Sendable {
             } else {
                 for fd in inherited.proxy {
                     try Socket.setNonBlocking(fd)
+                    Socket.setNoDelay(fd) // inherited by the accepted sockets
                     guard let address = Socket.localAddress(fd) else {
                         throw SystemError(call: "getsockname of inherited descriptor \(fd)", code: EBADF)
                     }
@@ -274,7 +275,6 @@ public final class ProxyServer: @unchecked Sendable {
                 SystemCall.close(fd)
                 continue
             }
-            Socket.setNoDelay(fd)
             shared.open.add(1, ordering: .relaxed)
             loop.metrics.connectionsAccepted += 1
             let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)

@@ -9,6 +9,9 @@ final class Pump {
     private var pipe: (read: Int32, write: Int32)?
     private var inPipe = 0
     private var sourceEnded = false
+    /// The source had nothing more the last time it was read (or has not been reported readable
+    /// yet): the next read waits for the poller instead of paying for a splice that says EAGAIN.
+    private var sourceDrained = true
     private(set) var finished = false
     private(set) var bytes = 0
     /// Called on progress (for idle timeouts), at the end, and on an error.
@@ -17,6 +20,8 @@ final class Pump {
     var onError: (SystemError) -> Void = { _ in }
 
     private static let chunk = 1 << 20
+    /// A splice from the socket shorter than this took what there was (a full pipe holds 64 KiB).
+    private static let shortRead = 16 * 1024
 
     init(from: Channel, to: Channel, loop: EventLoop, pending: [UInt8] = []) {
         self.from = from
@@ -31,7 +36,13 @@ final class Pump {
         if let pipe { loop.returnPipe(pipe, empty: inPipe == 0) }
     }
 
-    /// Runs until it would block; called on readability of `from` and writability of `to`.
+    /// Called when `from` is readable.
+    func readable() {
+        sourceDrained = false
+        run()
+    }
+
+    /// Runs until it would block; called on writability of `to` (and by `readable`).
     func run() {
         do {
             try step()
@@ -65,28 +76,36 @@ final class Pump {
             }
             if sourceEnded {
                 finished = true
-                Socket.shutdownWrite(to.fd)
-                // The owner may close both channels now; only if it does not (the other direction
-                // still flows) is this direction's interest turned off.
+                // The owner closes both channels when the other direction is done too (the close
+                // sends the FIN); only if it does not (the other direction still flows) is this
+                // direction's end a half-close and its interest turned off.
                 onFinish()
+                guard !to.closed else { return }
+                Socket.shutdownWrite(to.fd)
                 from.wantRead(false)
                 to.wantWrite(false)
                 return
+            }
+            if sourceDrained {
+                // Nothing to move: an empty pipe goes back to the loop's spares, so an idle tunnel
+                // holds two descriptors, not six.
+                if let idle = pipe {
+                    loop.returnPipe(idle, empty: true)
+                    pipe = nil
+                }
+                return waitForReadable()
             }
             if pipe == nil {
                 pipe = try loop.takePipe()
             }
             switch try SystemCall.splice(from: from.fd, to: pipe!.write, length: Pump.chunk) {
-            case .done(let n): inPipe += n; bytes += n
+            case .done(let n):
+                inPipe += n
+                bytes += n
+                // Unless the peer has closed: then the next read is its end, not EAGAIN.
+                if n < Pump.shortRead, !from.peerClosed { sourceDrained = true }
             case .endOfFile: sourceEnded = true
-            case .wouldBlock:
-                // Nothing to move: an empty pipe goes back to the loop's spares, so an idle tunnel
-                // holds two descriptors, not six.
-                if inPipe == 0, let idle = pipe {
-                    loop.returnPipe(idle, empty: true)
-                    pipe = nil
-                }
-                return waitForReadable()
+            case .wouldBlock: sourceDrained = true
             }
         }
     }

@@ -8,6 +8,7 @@ enum Socket {
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        setNoDelay(fd)
         if !address.ip.isIPv4 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
         let bound = address.withSockAddr { Glibc.bind(fd, $0, $1) }
         guard bound == 0 else {
@@ -23,7 +24,8 @@ enum Socket {
         return fd
     }
 
-    /// Starts a non-blocking connect; the caller waits for writability and then calls `connectResult`.
+    /// Starts a non-blocking connect; the caller asks `connectProgress`, and if it is still in progress
+    /// waits for writability and then calls `connectResult`.
     static func startConnect(to address: SocketAddress) throws(SystemError) -> Int32 {
         let fd = atsgate_socket(address.family, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
@@ -45,10 +47,23 @@ enum Socket {
         return code
     }
 
-    /// Writable right now (a pending connect has finished, well or not), without waiting.
-    static func isWritable(_ fd: Int32) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        return poll(&entry, 1, 0) == 1 && entry.revents != 0
+    enum ConnectProgress: Equatable {
+        case connected
+        case inProgress
+        case failed(Int32)
+    }
+
+    /// Where a non-blocking connect stands, asked without waiting by calling connect(2) again: 0 (or
+    /// EISCONN) once established, EALREADY while the handshake runs, else the connection's error. On
+    /// loopback and fast LANs the handshake is usually done by the time the first connect(2) returns,
+    /// and this one call replaces a poll(2) and a getsockopt(SO_ERROR).
+    static func connectProgress(_ fd: Int32, to address: SocketAddress) -> ConnectProgress {
+        guard address.withSockAddr({ Glibc.connect(fd, $0, $1) }) != 0 else { return .connected }
+        switch errno {
+        case EISCONN: return .connected
+        case EALREADY, EINPROGRESS, EINTR: return .inProgress
+        case let code: return .failed(code)
+        }
     }
 
     static func localAddress(_ fd: Int32) -> SocketAddress? {
@@ -60,6 +75,7 @@ enum Socket {
         return ok == 0 ? SocketAddress(storage: storage) : nil
     }
 
+    /// TCP_NODELAY; set on a listening socket, every accepted socket inherits it.
     static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
