@@ -12,10 +12,6 @@ int atsgate_pipe(int fds[2]) {
     return pipe2(fds, O_NONBLOCK | O_CLOEXEC);
 }
 
-int atsgate_set_pipe_size(int fd, int size) {
-    return fcntl(fd, F_SETPIPE_SZ, size);
-}
-
 int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length) {
     return accept4(fd, address, length, SOCK_NONBLOCK | SOCK_CLOEXEC);
 }

@@ -10,8 +10,6 @@
 ssize_t atsgate_splice(int fd_in, int fd_out, size_t length);
 /// pipe2(2) with O_NONBLOCK | O_CLOEXEC.
 int atsgate_pipe(int fds[2]);
-/// Grows a pipe's buffer (F_SETPIPE_SZ); returns the new size or -1.
-int atsgate_set_pipe_size(int fd, int size);
 /// accept4(2) with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length);
 /// socket(2) with SOCK_NONBLOCK | SOCK_CLOEXEC.
