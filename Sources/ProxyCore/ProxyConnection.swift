@@ -86,12 +86,10 @@ final class ProxyConnection {
 
     func readHead() {
         guard state == .readingHead else { return }
-        switch readClient() {
-        case .failed, .ended:
-            return close()
-        case .wouldBlock:
-            break
-        }
+        // A client may send its (last) request and its end together: a complete head is still
+        // answered; the end is seen again by whatever reads next.
+        let outcome = readClient()
+        if outcome == .failed || (outcome == .ended && inbound.isEmpty) { return close() }
         let result = inbound.withUnsafeBytes { bytes in
             Result { () throws(RequestHeadError) in try RequestHeadParser.parse(bytes) }
         }
@@ -100,6 +98,7 @@ final class ProxyConnection {
         case .failure(let error):
             return answer(status: error.status, reason: "bad-request", message: error.problem, keepAlive: false)
         case .success(nil):
+            if outcome == .ended { return close() } // half a head, and no more coming
             return
         case .success(let parsed?):
             head = parsed

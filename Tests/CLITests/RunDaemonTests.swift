@@ -152,6 +152,32 @@ import Testing
         #expect(records.first?["bytes_down"] as? Int == 16)
     }
 
+    /// A client that sends its whole request and half-closes at once (as `printf ... | nc -N` does)
+    /// still gets its answer: the end of its input is seen after the request, not instead of it.
+    @Test func requestsFollowedAtOnceByTheClientsHalfCloseAreAnswered() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--connect-port", "\(origin.httpPort)"])
+        let plain = try RawClient(port: daemon.port)
+        let request = "GET http://127.0.0.1:\(origin.httpPort)/small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        plain.send(request + request) // the second pipelined behind the first, then the end
+        plain.shutdownWrite()
+        let answer = plain.readAll()
+        #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer)")
+        #expect(answer.components(separatedBy: "HTTP/1.1 200 ").count == 3, "both answered: \(answer)")
+        #expect(answer.hasSuffix(String(repeating: "a", count: 100)))
+
+        let tunnel = try RawClient(port: daemon.port)
+        tunnel.send("CONNECT 127.0.0.1:\(origin.httpPort) HTTP/1.1\r\n\r\n"
+            + "GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        tunnel.shutdownWrite()
+        let tunnelled = tunnel.readAll()
+        #expect(tunnelled.hasPrefix("HTTP/1.1 200 Connection Established\r\n\r\nHTTP/1.1 200 "), "\(tunnelled)")
+        #expect(tunnelled.hasSuffix(String(repeating: "a", count: 100)))
+        let (_, records) = try daemon.stop(expected: 3)
+        #expect(records.map { $0["method"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") } == ["CONNECT", "GET", "GET"])
+        #expect(records.allSatisfy { $0["action"] as? String == "allow" })
+    }
+
     @Test func unreachableOriginGets502WithItsCause() throws {
         let closed = try freePort()
         let daemon = try Daemon(["--connect-port", "\(closed)"])
