@@ -16,11 +16,11 @@ extension ProxyConnection {
             return answer(status: 400, reason: "bad-request",
                           message: "absolute-form https:// requests are not proxied; use CONNECT", keepAlive: false)
         }
-        if head.tokens("via").contains(where: { $0.hasSuffix(ProxyContext.viaToken) }) || isSelf(destination) {
+        if head.cameThroughThisProxy || isSelf(destination) {
             return answer(status: 508, reason: "loop-detected", message: "the request would loop through this proxy",
                           keepAlive: false)
         }
-        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
+        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = context.configuration.engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
@@ -34,7 +34,7 @@ extension ProxyConnection {
             return upgrade(head, destination: destination, decision: decision)
         case .upgrade where enforced && decision.upgradeVia == .redirect:
             let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
-                + originForm(head.target)
+                + head.originForm
             return answer(status: 308, headers: atsHeaders("upgrade", nil) + [("Location", location)],
                           reason: nil, message: nil, body: "redirected to \(location)\n",
                           keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
@@ -72,7 +72,7 @@ extension ProxyConnection {
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        let rewritten = upstreamHead(head, destination: destination)
+        let rewritten = head.upstreamHead(hostIfMissing: hostForURL(destination) + portSuffix(destination.port, default: 80))
         exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
                             bytesUp: rewritten.count)
         if !takeRequestBody(from: &inbound) { return }
@@ -287,21 +287,6 @@ extension ProxyConnection {
         }
         answer(status: 502, headers: [("X-ATS-Reason", "upstream-protocol")], reason: "upstream-protocol",
                message: message, keepAlive: false, action: "error")
-    }
-
-    /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
-    /// Via added.
-    func upstreamHead(_ head: RequestHead, destination: Destination) -> [UInt8] {
-        var text = "\(head.method) \(originForm(head.target)) HTTP/1.1\r\n"
-        var hasHost = false
-        for (name, value) in HeaderFields.forwardable(head.fields, dropProxyFields: true) {
-            if name.lowercased() == "host" { hasHost = true }
-            text += "\(name): \(value)\r\n"
-        }
-        if !hasHost { text += "Host: \(hostForURL(destination))\(portSuffix(destination.port, default: 80))\r\n" }
-        // No Connection field: HTTP/1.1 keeps the origin connection for the pool.
-        text += "Via: 1.\(head.minorVersion) \(ProxyContext.viaToken)\r\n\r\n"
-        return Array(text.utf8)
     }
 
     func nextRequest() {
