@@ -7,9 +7,10 @@ extension ProxyConnection {
 
     func forward(_ head: RequestHead) {
         let destination: Destination
-        do {
-            destination = try Destination.parse(url: head.target)
-        } catch {
+        switch head.absoluteFormDestination {
+        case .success(let parsed):
+            destination = parsed
+        case .failure(let error):
             return answer(status: 400, reason: "bad-request", message: "request target \(error.description)", keepAlive: false)
         }
         guard destination.scheme == .http else {

@@ -1,3 +1,5 @@
+import ATSPolicy
+
 /// A parsed HTTP/1.x request head, as a proxy receives it: its bytes, copied once out of the read
 /// buffer, with the request line and the fields as ranges into them. Strings are made only for what
 /// needs one (the method for the log, a target for the policy).
@@ -36,6 +38,11 @@ struct RequestHead {
             return HeaderFields.hasPrefixIgnoringCase(target, lowercase: Self.http)
                 || HeaderFields.hasPrefixIgnoringCase(target, lowercase: Self.https)
         }
+    }
+
+    /// What an absolute-form target names, read from its bytes.
+    var absoluteFormDestination: Result<Destination, DestinationError> {
+        bytes.withUnsafeBufferPointer { Destination.parse(url: UnsafeBufferPointer(rebasing: $0[targetRange])) }
     }
 
     private static let viaToken = Array(ProxyContext.viaToken.lowercased().utf8)
