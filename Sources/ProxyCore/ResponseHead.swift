@@ -27,30 +27,32 @@ struct ResponseHead {
             return nil
         }
         let head = UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]) // each line ends with CRLF
-        var lines: [Range<Int>] = []
+        // One pass: the status line, then each field as its line ends.
+        var status: (minor: Int, code: Int, line: Range<Int>)?
+        var fields: [HeaderField] = []
         var start = 0
         var index = 0
         while index + 1 < head.count {
-            if head[index] == 0x0D, head[index + 1] == 0x0A {
-                lines.append(start..<index)
-                index += 2
-                start = index
-            } else {
+            guard head[index] == 0x0D, head[index + 1] == 0x0A else {
                 index += 1
+                continue
             }
-        }
-        guard let statusLine = lines.first else { throw Malformed(problem: "malformed status line") }
-        let status = try parseStatusLine(UnsafeRawBufferPointer(rebasing: head[statusLine]))
-        var fields: [HeaderField] = []
-        fields.reserveCapacity(lines.count - 1)
-        for line in lines.dropFirst() {
+            let line = start..<index
+            index += 2
+            start = index
+            guard status != nil else {
+                let parsed = try parseStatusLine(UnsafeRawBufferPointer(rebasing: head[line]))
+                status = (parsed.minor, parsed.code, line)
+                continue
+            }
             guard let colon = head[line].firstIndex(of: UInt8(ascii: ":")), colon > line.lowerBound,
                   head[line.lowerBound] != 0x20, head[line.lowerBound] != 0x09 else {
                 throw Malformed(problem: "malformed header line")
             }
             fields.append(HeaderField(head, line: line, colon: colon))
         }
-        let reason = min(statusLine.upperBound, 13)..<statusLine.upperBound
+        guard let status else { throw Malformed(problem: "malformed status line") }
+        let reason = min(status.line.upperBound, 13)..<status.line.upperBound
         return ResponseHead(bytes: Array(bytes[..<end]), minorVersion: status.minor, status: status.code, reason: reason,
                             fields: fields)
     }
