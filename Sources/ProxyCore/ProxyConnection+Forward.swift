@@ -49,7 +49,9 @@ extension ProxyConnection {
 
     // MARK: one forwarded exchange (client keep-alive)
 
-    /// A forwarded request in flight: the body going up, the response coming down.
+    /// A forwarded request in flight: the body going up, the response coming down. The handlers
+    /// below take it out of `exchange` (`take()`) while they change it and put it back on every way
+    /// out: a copy left behind would make each change of a buffer copy the whole buffer first.
     struct Exchange {
         var request: RequestHead
         var destination: Destination
@@ -91,7 +93,7 @@ extension ProxyConnection {
     /// Moves the body's share of `bytes` to the upstream buffer; what follows the body stays (a
     /// pipelined next request). False when the body is malformed (the exchange is then over).
     func takeRequestBody(from bytes: inout [UInt8]) -> Bool {
-        guard var current = exchange, !bytes.isEmpty else { return true }
+        guard !bytes.isEmpty, var current = exchange.take() else { return true }
         let taken: Int
         do {
             taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
@@ -124,7 +126,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteUpstream() {
-        guard var current = exchange, let upstream else { return }
+        guard let upstream, var current = exchange.take() else { return }
         while !current.toUpstream.isEmpty {
             let outcome = current.toUpstream.withUnsafeBytes { upstreamWrite($0) }
             guard case .done(let n)? = outcome else {
@@ -141,7 +143,7 @@ extension ProxyConnection {
     }
 
     func exchangeReadUpstream() {
-        guard var current = exchange, let upstream else { return }
+        guard let upstream, var current = exchange.take() else { return }
         readLoop: while current.toClient.count <= Self.bufferLimit {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -221,7 +223,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteClient() {
-        guard var current = exchange else { return }
+        guard var current = exchange.take() else { return }
         while !current.toClient.isEmpty {
             let outcome = current.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
             guard case .done(let n)? = outcome else {
