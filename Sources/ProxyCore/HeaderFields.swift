@@ -92,6 +92,7 @@ enum HeaderFields {
         return true
     }
 
+    /// ASCII case-insensitive prefix test against lowercase bytes.
     static func hasPrefixIgnoringCase(_ bytes: UnsafeRawBufferPointer, lowercase: [UInt8]) -> Bool {
         bytes.count >= lowercase.count
             && equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: bytes[..<lowercase.count]), lowercase: lowercase)
@@ -100,14 +101,15 @@ enum HeaderFields {
     /// ASCII case-insensitive equality of two ranges of `head`.
     static func equalsIgnoringCase(_ head: UnsafeRawBufferPointer, _ a: Range<Int>, _ b: Range<Int>) -> Bool {
         guard a.count == b.count else { return false }
-        for offset in 0..<a.count where lowercased(head[a.lowerBound + offset]) != lowercased(head[b.lowerBound + offset]) {
+        for offset in 0..<a.count
+        where lowercased(head[a.lowerBound + offset]) != lowercased(head[b.lowerBound + offset]) {
             return false
         }
         return true
     }
 
     @inline(__always)
-    static func lowercased(_ byte: UInt8) -> UInt8 {
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
         byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
     }
 
@@ -147,7 +149,6 @@ enum HeaderFields {
     /// Appends `Name: value` CRLF for each field to forward: hop-by-hop ones, the ones Connection
     /// names, and (for requests) every Proxy-* field left out. Returns whether a Host field was among
     /// them.
-    @discardableResult
     static func appendForwardable(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField], dropProxyFields: Bool,
                                   to out: inout [UInt8]) -> Bool {
         let hasConnection = fields.contains { $0.kind == .connection }

@@ -75,7 +75,8 @@ extension ProxyConnection {
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        let rewritten = head.upstreamHead(hostIfMissing: hostForURL(destination) + portSuffix(destination.port, default: 80))
+        let rewritten = head.upstreamHead(
+            hostIfMissing: hostForURL(destination) + portSuffix(destination.port, default: 80))
         exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
                             bytesUp: rewritten.count)
         if !takeRequestBody(from: &inbound) { return }

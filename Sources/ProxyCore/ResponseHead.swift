@@ -107,7 +107,7 @@ struct ResponseHead {
         out.append(0x20)
         out.append(contentsOf: bytes[reason])
         out.append(contentsOf: "\r\n".utf8)
-        bytes.withUnsafeBytes { bytes in
+        _ = bytes.withUnsafeBytes { bytes in
             HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, to: &out)
         }
         out.append(contentsOf: HeaderFields.via(receivedMinorVersion: minorVersion))
