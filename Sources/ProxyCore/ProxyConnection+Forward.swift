@@ -84,7 +84,10 @@ extension ProxyConnection {
         client.onWritable { [self] in exchangeWriteClient() }
         upstream.onReadable { [self] in exchangeReadUpstream() }
         upstream.onWritable { [self] in exchangeWriteUpstream() }
-        client.wantRead(!exchange!.body.isComplete)
+        // Read interest stays on even with the whole body here: a client sends nothing more before
+        // its response, and anything it does send early is read into `inbound` and turns the
+        // interest off (exchangeReadClient). Off and on again would be two epoll_ctl per request.
+        client.wantRead(true)
         upstream.wantRead(true)
         lastActivity = now()
         armIdleTimer()
