@@ -43,9 +43,9 @@ public enum Host: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    private struct Problem: Error { var text: String }
+    fileprivate struct Problem: Error { var text: String }
 
-    private static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Result<Host, Problem> {
+    fileprivate static func parse(bytes: UnsafeBufferPointer<UInt8>) -> Result<Host, Problem> {
         let count = bytes.count
         guard count > 0 else { return .failure(Problem(text: "empty host")) }
         if bytes[0] == UInt8(ascii: "[") {
@@ -104,7 +104,7 @@ public enum Host: Hashable, Sendable, CustomStringConvertible {
         if count - (labelStart == count ? 1 : 0) > 253 { return .failure(Problem(text: "longer than 253 characters")) }
         // WHATWG's "ends in a number": an IPv4 spelling or invalid, never a name.
         if isNumericLabel(UnsafeBufferPointer(rebasing: bytes[lastLabelStart..<lastLabelEnd])) {
-            guard let v4 = IPAddress.parseIPv4Lenient(Array(bytes)[...]) else {
+            guard let v4 = IPAddress.parseIPv4Lenient(bytes) else {
                 return .failure(Problem(text: "ends in a number but is not a valid IPv4 address"))
             }
             return .success(.address(.v4(v4)))
@@ -156,72 +156,87 @@ public struct Destination: Hashable, Sendable {
 
     /// Parses an absolute URL (`http`, `https`, and `ws`/`wss` as their HTTP counterparts).
     public static func parse(url: String) throws(DestinationError) -> Destination {
-        let bytes = url.utf8
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-              bytes[colon...].starts(with: "://".utf8) else {
-            throw DestinationError(input: url, problem: "not an absolute URL (expected http:// or https://)")
+        var url = url
+        return try url.withUTF8 { parse(url: $0) }.get()
+    }
+
+    /// Parses an absolute URL as bytes, a request target as it came off the wire: no String is made
+    /// unless it is refused.
+    public static func parse(url: UnsafeBufferPointer<UInt8>) -> Result<Destination, DestinationError> {
+        guard let colon = url.firstIndex(of: UInt8(ascii: ":")), url[colon...].starts(with: "://".utf8) else {
+            return .failure(DestinationError(input: url, problem: "not an absolute URL (expected http:// or https://)"))
         }
-        let schemeText = url[..<colon]
+        let schemeText = UnsafeBufferPointer(rebasing: url[..<colon])
         let scheme: Scheme
-        if schemeText.utf8.elementsEqualCaseInsensitive("http") || schemeText.utf8.elementsEqualCaseInsensitive("ws") {
+        if schemeText.equalsCaseInsensitive("http") || schemeText.equalsCaseInsensitive("ws") {
             scheme = .http
-        } else if schemeText.utf8.elementsEqualCaseInsensitive("https")
-                    || schemeText.utf8.elementsEqualCaseInsensitive("wss") {
+        } else if schemeText.equalsCaseInsensitive("https") || schemeText.equalsCaseInsensitive("wss") {
             scheme = .https
         } else {
-            throw DestinationError(input: url, problem: "unsupported scheme '\(schemeText.lowercased())'")
+            let name = String(decoding: schemeText, as: UTF8.self).lowercased()
+            return .failure(DestinationError(input: url, problem: "unsupported scheme '\(name)'"))
         }
-        let rest = url.utf8[bytes.index(colon, offsetBy: 3)...]
+        let rest = url[(colon + 3)...]
         let end = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? rest.endIndex
         var authority = rest[..<end]
-        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[authority.index(after: at)...] }
-        return try parse(authority: Substring(authority), scheme: scheme, input: url, portRequired: false)
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        return parse(authority: UnsafeBufferPointer(rebasing: authority), scheme: scheme, input: url, portRequired: false)
     }
 
     /// Parses a `host:port` authority as a CONNECT request carries it.
     public static func parse(authority: some StringProtocol, scheme: Scheme,
                              portRequired: Bool) throws(DestinationError) -> Destination {
-        try parse(authority: Substring(authority), scheme: scheme, input: String(authority), portRequired: portRequired)
+        var text = Substring(authority)
+        return try text.withUTF8 { bytes in
+            parse(authority: bytes, scheme: scheme, input: bytes, portRequired: portRequired)
+        }.get()
     }
 
-    private static func parse(authority: Substring, scheme: Scheme, input: String,
-                              portRequired: Bool) throws(DestinationError) -> Destination {
-        var hostText = authority
-        var portText: Substring?
-        if authority.first == "[" {
-            guard let close = authority.firstIndex(of: "]") else {
-                throw DestinationError(input: input, problem: "unclosed IPv6 bracket")
+    /// `input` is the whole text the authority came from, for the error.
+    private static func parse(authority: UnsafeBufferPointer<UInt8>, scheme: Scheme, input: UnsafeBufferPointer<UInt8>,
+                              portRequired: Bool) -> Result<Destination, DestinationError> {
+        var hostText = authority[...]
+        var portText: Slice<UnsafeBufferPointer<UInt8>>?
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else {
+                return .failure(DestinationError(input: input, problem: "unclosed IPv6 bracket"))
             }
             hostText = authority[...close]
-            let after = authority[authority.index(after: close)...]
+            let after = authority[(close + 1)...]
             if !after.isEmpty {
-                guard after.first == ":" else { throw DestinationError(input: input, problem: "junk after IPv6 address") }
+                guard after.first == UInt8(ascii: ":") else {
+                    return .failure(DestinationError(input: input, problem: "junk after IPv6 address"))
+                }
                 portText = after.dropFirst()
             }
-        } else if let colon = authority.utf8.lastIndex(of: UInt8(ascii: ":")) {
+        } else if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
             hostText = authority[..<colon]
-            portText = authority[authority.index(after: colon)...]
+            portText = authority[(colon + 1)...]
         }
         var port = scheme.defaultPort
         if let portText {
             guard !portText.isEmpty || !portRequired else {
-                throw DestinationError(input: input, problem: "missing port")
+                return .failure(DestinationError(input: input, problem: "missing port"))
             }
             if !portText.isEmpty {
-                guard portText.utf8.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
-                      let value = Int(portText), (1...65535).contains(value) else {
-                    throw DestinationError(input: input, problem: "invalid port '\(portText)'")
+                let digits = portText.count <= 5 && portText.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+                let value = digits ? portText.reduce(0) { $0 * 10 + Int($1 - 0x30) } : 0
+                guard (1...65535).contains(value) else {
+                    let text = String(decoding: portText, as: UTF8.self)
+                    return .failure(DestinationError(input: input, problem: "invalid port '\(text)'"))
                 }
                 port = value
             }
         } else if portRequired {
-            throw DestinationError(input: input, problem: "missing port")
+            return .failure(DestinationError(input: input, problem: "missing port"))
         }
-        do {
-            return Destination(host: try Host.parse(hostText), port: port, scheme: scheme)
-        } catch {
-            throw DestinationError(input: input, problem: error.description)
+        switch Host.parse(bytes: UnsafeBufferPointer(rebasing: hostText)) {
+        case .success(let host):
+            return .success(Destination(host: host, port: port, scheme: scheme))
+        case .failure(let problem):
+            let error = HostError(host: String(decoding: hostText, as: UTF8.self), problem: problem.text)
+            return .failure(DestinationError(input: input, problem: error.description))
         }
     }
 }
@@ -232,9 +247,15 @@ public struct DestinationError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(input): \(problem)" }
 }
 
-extension Substring.UTF8View {
+extension DestinationError {
+    fileprivate init(input: UnsafeBufferPointer<UInt8>, problem: String) {
+        self.init(input: String(decoding: input, as: UTF8.self), problem: problem)
+    }
+}
+
+extension UnsafeBufferPointer<UInt8> {
     /// ASCII case-insensitive equality with a lowercase literal.
-    fileprivate func elementsEqualCaseInsensitive(_ lowercase: StaticString) -> Bool {
+    fileprivate func equalsCaseInsensitive(_ lowercase: StaticString) -> Bool {
         guard count == lowercase.utf8CodeUnitCount else { return false }
         return lowercase.withUTF8Buffer { expected in
             zip(self, expected).allSatisfy { ($0 | 0x20) == $1 }

@@ -38,38 +38,35 @@ public enum IPAddress: Hashable, Sendable, CustomStringConvertible {
     // MARK: IPv4
 
     static func parseIPv4Lenient(_ text: Substring) -> UInt32? {
-        parseIPv4Lenient(Array(text.utf8)[...])
+        var text = text
+        return text.withUTF8 { parseIPv4Lenient($0) }
     }
 
-    /// inet_aton over bytes, plus the single trailing dot URL parsers accept.
-    static func parseIPv4Lenient(_ text: ArraySlice<UInt8>) -> UInt32? {
-        var body = text
+    /// inet_aton over bytes, plus the single trailing dot URL parsers accept. Without allocations: a
+    /// numeric host in a request target is read for every request.
+    static func parseIPv4Lenient(_ text: UnsafeBufferPointer<UInt8>) -> UInt32? {
+        var body = text[...]
         if body.last == UInt8(ascii: ".") { body = body.dropLast() }
-        var numbers: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+        var value: UInt64 = 0
         var count = 0
-        for part in body.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false) {
-            guard count < 4, let n = parseNumericPart(part) else { return nil }
-            switch count {
-            case 0: numbers.0 = n
-            case 1: numbers.1 = n
-            case 2: numbers.2 = n
-            default: numbers.3 = n
-            }
+        var partStart = body.startIndex
+        while true {
+            let partEnd = body[partStart...].firstIndex(of: UInt8(ascii: ".")) ?? body.endIndex
+            guard count < 4, let n = parseNumericPart(body[partStart..<partEnd]) else { return nil }
             count += 1
+            if partEnd == body.endIndex {
+                // Every part but the last is one byte; the last fills the remaining bytes.
+                guard n < (UInt64(1) << (8 * (5 - count))) else { return nil }
+                return UInt32(value | n)
+            }
+            guard n <= 0xFF else { return nil }
+            value |= n << (24 - 8 * (count - 1))
+            partStart = partEnd + 1
         }
-        guard count > 0 else { return nil }
-        let parts = [numbers.0, numbers.1, numbers.2, numbers.3][..<count]
-        // Every part but the last is one byte; the last fills the remaining bytes.
-        for n in parts.dropLast() where n > 0xFF { return nil }
-        let last = parts[count - 1]
-        guard last < (UInt64(1) << (8 * (5 - count))) else { return nil }
-        var value: UInt64 = last
-        for (index, n) in parts.dropLast().enumerated() { value |= n << (24 - 8 * index) }
-        return UInt32(value)
     }
 
     /// One inet_aton part: `0x1F` hex, `017` octal, `15` decimal; "0x" alone is 0.
-    private static func parseNumericPart(_ bytes: ArraySlice<UInt8>) -> UInt64? {
+    private static func parseNumericPart(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) -> UInt64? {
         guard !bytes.isEmpty else { return nil }
         var radix: UInt64 = 10
         var digits = bytes

@@ -105,10 +105,9 @@ enum MessageBody {
     init(response head: ResponseHead, requestMethod: String) {
         if requestMethod == "HEAD" || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
             self = .none
-        } else if head.tokens("transfer-encoding").last == "chunked" {
+        } else if head.isChunked {
             self = .chunked(ChunkedScanner())
-        } else if let field = head.fields.first(where: { $0.name.lowercased() == "content-length" }),
-                  let length = Int(field.value), length >= 0 {
+        } else if let length = head.contentLength, length >= 0 {
             self = length == 0 ? .none : .length(length)
         } else {
             self = .untilClose

@@ -7,20 +7,21 @@ extension ProxyConnection {
 
     func forward(_ head: RequestHead) {
         let destination: Destination
-        do {
-            destination = try Destination.parse(url: head.target)
-        } catch {
+        switch head.absoluteFormDestination {
+        case .success(let parsed):
+            destination = parsed
+        case .failure(let error):
             return answer(status: 400, reason: "bad-request", message: "request target \(error.description)", keepAlive: false)
         }
         guard destination.scheme == .http else {
             return answer(status: 400, reason: "bad-request",
                           message: "absolute-form https:// requests are not proxied; use CONNECT", keepAlive: false)
         }
-        if head.tokens("via").contains(where: { $0.hasSuffix(ProxyContext.viaToken) }) || isSelf(destination) {
+        if head.cameThroughThisProxy || isSelf(destination) {
             return answer(status: 508, reason: "loop-detected", message: "the request would loop through this proxy",
                           keepAlive: false)
         }
-        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
+        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = context.configuration.engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
@@ -34,7 +35,7 @@ extension ProxyConnection {
             return upgrade(head, destination: destination, decision: decision)
         case .upgrade where enforced && decision.upgradeVia == .redirect:
             let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
-                + originForm(head.target)
+                + head.originForm
             return answer(status: 308, headers: atsHeaders("upgrade", nil) + [("Location", location)],
                           reason: nil, message: nil, body: "redirected to \(location)\n",
                           keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
@@ -48,7 +49,9 @@ extension ProxyConnection {
 
     // MARK: one forwarded exchange (client keep-alive)
 
-    /// A forwarded request in flight: the body going up, the response coming down.
+    /// A forwarded request in flight: the body going up, the response coming down. The handlers
+    /// below take it out of `exchange` (`take()`) while they change it and put it back on every way
+    /// out: a copy left behind would make each change of a buffer copy the whole buffer first.
     struct Exchange {
         var request: RequestHead
         var destination: Destination
@@ -72,7 +75,8 @@ extension ProxyConnection {
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        let rewritten = upstreamHead(head, destination: destination)
+        let rewritten = head.upstreamHead(
+            hostIfMissing: hostForURL(destination) + portSuffix(destination.port, default: 80))
         exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
                             bytesUp: rewritten.count)
         if !takeRequestBody(from: &inbound) { return }
@@ -80,7 +84,10 @@ extension ProxyConnection {
         client.onWritable { [self] in exchangeWriteClient() }
         upstream.onReadable { [self] in exchangeReadUpstream() }
         upstream.onWritable { [self] in exchangeWriteUpstream() }
-        client.wantRead(!exchange!.body.isComplete)
+        // Read interest stays on even with the whole body here: a client sends nothing more before
+        // its response, and anything it does send early is read into `inbound` and turns the
+        // interest off (exchangeReadClient). Off and on again would be two epoll_ctl per request.
+        client.wantRead(true)
         upstream.wantRead(true)
         lastActivity = now()
         armIdleTimer()
@@ -90,7 +97,7 @@ extension ProxyConnection {
     /// Moves the body's share of `bytes` to the upstream buffer; what follows the body stays (a
     /// pipelined next request). False when the body is malformed (the exchange is then over).
     func takeRequestBody(from bytes: inout [UInt8]) -> Bool {
-        guard var current = exchange, !bytes.isEmpty else { return true }
+        guard !bytes.isEmpty, var current = exchange.take() else { return true }
         let taken: Int
         do {
             taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
@@ -123,7 +130,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteUpstream() {
-        guard var current = exchange, let upstream else { return }
+        guard let upstream, var current = exchange.take() else { return }
         while !current.toUpstream.isEmpty {
             let outcome = current.toUpstream.withUnsafeBytes { upstreamWrite($0) }
             guard case .done(let n)? = outcome else {
@@ -140,7 +147,7 @@ extension ProxyConnection {
     }
 
     func exchangeReadUpstream() {
-        guard var current = exchange, let upstream else { return }
+        guard let upstream, var current = exchange.take() else { return }
         readLoop: while current.toClient.count <= Self.bufferLimit {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -220,7 +227,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteClient() {
-        guard var current = exchange else { return }
+        guard var current = exchange.take() else { return }
         while !current.toClient.isEmpty {
             let outcome = current.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
             guard case .done(let n)? = outcome else {
@@ -287,21 +294,6 @@ extension ProxyConnection {
         }
         answer(status: 502, headers: [("X-ATS-Reason", "upstream-protocol")], reason: "upstream-protocol",
                message: message, keepAlive: false, action: "error")
-    }
-
-    /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
-    /// Via added.
-    func upstreamHead(_ head: RequestHead, destination: Destination) -> [UInt8] {
-        var text = "\(head.method) \(originForm(head.target)) HTTP/1.1\r\n"
-        var hasHost = false
-        for (name, value) in HeaderFields.forwardable(head.fields, dropProxyFields: true) {
-            if name.lowercased() == "host" { hasHost = true }
-            text += "\(name): \(value)\r\n"
-        }
-        if !hasHost { text += "Host: \(hostForURL(destination))\(portSuffix(destination.port, default: 80))\r\n" }
-        // No Connection field: HTTP/1.1 keeps the origin connection for the pool.
-        text += "Via: 1.\(head.minorVersion) \(ProxyContext.viaToken)\r\n\r\n"
-        return Array(text.utf8)
     }
 
     func nextRequest() {

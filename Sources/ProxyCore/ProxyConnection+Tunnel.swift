@@ -12,7 +12,7 @@ extension ProxyConnection {
         } catch {
             return answer(status: 400, reason: "bad-request", message: "CONNECT target \(error.description)", keepAlive: false)
         }
-        let context = self.context.configuration.context ?? LoadContext.infer(userAgent: head.field("user-agent"))
+        let context = self.context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = self.context.configuration.engine.decide(destination, context: context)
         record.decision = decision
         guard self.context.configuration.connectPorts.contains(destination.port) else {

@@ -131,14 +131,13 @@ final class ProxyConnection {
     }
 
     func route(_ head: RequestHead) {
-        let target = head.target
         if head.method == "CONNECT" {
             return connectTunnel(head)
         }
-        let lower = target.lowercased()
-        if lower.hasPrefix("http://") || lower.hasPrefix("https://") {
+        if head.isAbsoluteForm {
             return forward(head)
         }
+        let target = head.target
         if target.hasPrefix("/") {
             return answer(status: 400, reason: "not-a-proxy-request",
                           message: "request addressed to the proxy itself", body: ProxyResponse.usagePage,
@@ -378,12 +377,4 @@ final class ProxyConnection {
         port == defaultPort ? "" : ":\(port)"
     }
 
-    /// `/path?query` of an absolute-form target.
-    func originForm(_ target: String) -> String {
-        guard let schemeEnd = target.firstRange(of: "://") else { return "/" }
-        let rest = target[schemeEnd.upperBound...]
-        guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return "/" }
-        let path = String(rest[slash...])
-        return path.hasPrefix("?") ? "/" + path : path
-    }
 }

@@ -188,10 +188,25 @@ struct HostClassificationTests {
     @Test("invalid URLs", arguments: [
         "example.com", "ftp://example.com/", "http://", "http://[fe80::1%25eth0]/", "http://exa mple.com/",
         "http://example.com:0/", "http://example.com:65536/", "http://example.com:8o/", "http://[::1]x/",
-        "http://1.2.3.256/",
+        "http://1.2.3.256/", "http://example.com:99999999999999999999999/", "http://example.com:+80/",
+        "http://[::1/",
     ])
     func rejectsURL(_ url: String) {
         #expect(throws: DestinationError.self) { try Destination.parse(url: url) }
+    }
+
+    @Test("a refused URL names itself and the problem")
+    func urlErrorsSayWhy() {
+        let cases = [
+            ("gopher://a/", "gopher://a/: unsupported scheme 'gopher'"),
+            ("http://a:8o/", "http://a:8o/: invalid port '8o'"),
+            ("http://[::1]x/", "http://[::1]x/: junk after IPv6 address"),
+            ("http://u@a b/", "http://u@a b/: invalid host 'a b': character ' ' is not allowed in a host name"),
+        ]
+        for (url, message) in cases {
+            let error = #expect(throws: DestinationError.self) { try Destination.parse(url: url) }
+            #expect(error?.description == message)
+        }
     }
 
     @Test("CONNECT authorities")

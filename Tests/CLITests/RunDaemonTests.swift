@@ -295,6 +295,43 @@ import Testing
         _ = try daemon.stop(expected: 0)
     }
 
+    /// What the origin receives: the request line in origin form, hop-by-hop fields, the fields
+    /// Connection names and every Proxy-* field removed, an existing Via kept and ours appended.
+    @Test func theOriginGetsTheRewrittenHead() throws {
+        let origin = try Origin()
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.httpPort)/headers?q=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.httpPort)\r\n"
+                    + "Connection: close, X-Hop\r\nX-Hop: 1\r\nKeep-Alive: 5\r\nProxy-Authorization: Basic eA==\r\n"
+                    + "Proxy-Trace: 1\r\nTE: trailers\r\nVia: 1.0 edge\r\nX-Kept:  yes \r\n\r\n")
+        let reply = client.readAll()
+        let body = try #require(reply.range(of: "\r\n\r\n").map { String(reply[$0.upperBound...]) })
+        let expected = "GET /headers?q=1 HTTP/1.1\r\nHost: 127.0.0.1:\(origin.httpPort)\r\nVia: 1.0 edge\r\n"
+            + "X-Kept: yes\r\nVia: 1.1 atsgate\r\n"
+        #expect(body.hasPrefix(expected), "origin got: \(body)")
+        #expect(reply.contains("Connection: close\r\n"), "the client asked for close: \(reply)")
+        _ = try daemon.stop()
+    }
+
+    /// A request sent while the one before it is still in flight is read early (the client's read
+    /// interest stays on during an exchange) and answered after it, in order.
+    @Test func aRequestSentDuringAnExchangeIsAnsweredAfterIt() throws {
+        let origin = try Origin()
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        let base = "http://127.0.0.1:\(origin.httpPort)"
+        client.send("GET \(base)/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        usleep(100_000) // the origin takes 0.3 s: the next request arrives while this one is in flight
+        client.send("GET \(base)/small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let reply = client.readAll()
+        let slow = try #require(reply.range(of: "\r\n\r\nslow\n"), "reply: \(reply)")
+        let rest = reply[slow.upperBound...]
+        #expect(rest.hasPrefix("HTTP/1.1 200 "), "the second response follows the first: \(reply)")
+        #expect(rest.hasSuffix(String(repeating: "a", count: 100)))
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.map { $0["status"] as? Int } == [200, 200])
+    }
+
     /// Several requests on one client connection, bodies of both framings, and a pipelined pair.
     @Test func forwardedRequestsKeepTheClientConnection() throws {
         let origin = try Origin()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Test origin for atsgate's daemon tests, on loopback ephemeral ports.
 
-HTTP: GET /small (100 bytes), GET /headers (the request head as received), POST /echo (the body).
+HTTP: GET /small (100 bytes), GET /headers (the request head as received), GET /slow ("slow" after
+0.3 s, a response still in flight when the client sends more), POST /echo (the body).
 EOF echo: reads until the client half-closes, then answers "got N bytes" and closes; this proves a
 proxy propagates half-close.
 Prints "http=PORT eof=PORT" once both listen; exits when stdin closes.
@@ -10,6 +11,7 @@ import http.server
 import socket
 import sys
 import threading
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -28,6 +30,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/small":
             self.reply(b"a" * 100)
+        elif self.path == "/slow":
+            time.sleep(0.3)
+            self.reply(b"slow\n")
         elif self.path.startswith("/headers"):
             head = self.requestline + "\r\n" + "".join(f"{k}: {v}\r\n" for k, v in self.headers.items())
             head += f"X-Origin-Saw-Port: {self.client_address[1]}\r\n"

@@ -9,24 +9,39 @@ import Testing
         }.get()
     }
 
+    private func text(_ head: ResponseHead, _ range: Range<Int>) -> String {
+        String(decoding: head.bytes[range], as: UTF8.self)
+    }
+
     @Test func fieldsStatusAndReasonAreReadAndTheBodyIsLeft() throws {
         let text = "HTTP/1.1 404 Not Found here\r\nContent-Length:  12 \r\nX-Empty:\r\nConnection: keep-alive, Upgrade\r\n\r\n"
         let head = try #require(try parse(text + "body follows"))
         #expect(head.minorVersion == 1)
         #expect(head.status == 404)
-        #expect(head.reason == "Not Found here")
-        #expect(head.fields.map(\.name) == ["Content-Length", "X-Empty", "Connection"])
-        #expect(head.fields.map(\.value) == ["12", "", "keep-alive, Upgrade"], "optional whitespace is trimmed")
+        #expect(self.text(head, head.reason) == "Not Found here")
+        #expect(head.fields.map { self.text(head, $0.name) } == ["Content-Length", "X-Empty", "Connection"])
+        #expect(head.fields.map { self.text(head, $0.value) } == ["12", "", "keep-alive, Upgrade"],
+                "optional whitespace is trimmed")
+        #expect(head.fields.map(\.kind) == [.contentLength, .other, .connection])
         #expect(head.length == text.utf8.count)
-        #expect(head.tokens("connection") == ["keep-alive", "upgrade"])
+        #expect(head.bytes.count == text.utf8.count, "the body is not copied with the head")
+        #expect(head.contentLength == 12)
+        #expect(!head.isChunked)
+        #expect(head.originKeepsConnection)
     }
 
     @Test func aStatusLineWithoutReasonAndHTTP10() throws {
         let head = try #require(try parse("HTTP/1.0 204\r\n\r\n"))
         #expect(head.minorVersion == 0)
         #expect(head.status == 204)
-        #expect(head.reason == "")
+        #expect(head.reason.isEmpty)
         #expect(!head.originKeepsConnection)
+    }
+
+    @Test func theLastTransferCodingDecidesChunking() throws {
+        #expect(try parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: Chunked\r\n\r\n")?.isChunked == true)
+        #expect(try parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, gzip\r\n\r\n")?.isChunked == false)
+        #expect(try parse("HTTP/1.1 200 OK\r\nConnection: Close\r\n\r\n")?.originKeepsConnection == false)
     }
 
     @Test func anIncompleteHeadWaitsForMore() throws {
@@ -44,5 +59,12 @@ import Testing
         let head = try #require(try parse("HTTP/1.1 200 OK\r\nKeep-Alive: timeout=5\r\nConnection: Keep-Alive\r\nX-A: 1\r\n\r\n"))
         let text = String(decoding: head.rewritten(keepAlive: false, clientMinorVersion: 1), as: UTF8.self)
         #expect(text == "HTTP/1.1 200 OK\r\nX-A: 1\r\nVia: 1.1 atsgate\r\nConnection: close\r\n\r\n")
+    }
+
+    @Test func theRewrittenHeadDropsFieldsConnectionNamesButKeepsProxyFields() throws {
+        let head = try #require(try parse(
+            "HTTP/1.0 401 \r\nConnection: x-hop\r\nX-Hop: 1\r\nProxy-Authenticate: Basic\r\nProxy-Status: a\r\nTE: x\r\n\r\n"))
+        let text = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 0), as: UTF8.self)
+        #expect(text == "HTTP/1.1 401 \r\nProxy-Status: a\r\nVia: 1.0 atsgate\r\nConnection: keep-alive\r\n\r\n")
     }
 }
