@@ -411,7 +411,8 @@ import Testing
         // Nothing more moves: the daemon closes the tunnel; the origin, cut off, answers nothing.
         #expect(client.readAll() == "")
         let (_, records) = try daemon.stop()
-        #expect((records.first?["message"] as? String ?? "").contains("idle for"))
+        let message = records.first?["message"] as? String ?? ""
+        #expect(message.contains("idle for"), "\(records)")
         #expect(records.first?["bytes_up"] as? Int == 5)
     }
 
