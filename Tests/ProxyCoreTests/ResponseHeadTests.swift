@@ -67,4 +67,19 @@ import Testing
         let text = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 0), as: UTF8.self)
         #expect(text == "HTTP/1.1 401 \r\nProxy-Status: a\r\nVia: 1.0 atsgate\r\nConnection: keep-alive\r\n\r\n")
     }
+
+    /// A head near the 64 KiB limit whose Connection names thousands of fields (what an origin can
+    /// send to make a proxy match every field against every token): exactly the unnamed fields stay.
+    @Test func aConnectionFieldNamingThousandsOfFieldsDropsExactlyThose() throws {
+        let count = 1500
+        let named = (0..<count).map { "X-\($0)" }
+        var text = "HTTP/1.1 200 OK\r\nConnection: " + named.map { $0.lowercased() }.joined(separator: " ,") + "\r\n"
+        for index in 0..<count { text += "X-\(index): 1\r\nY-\(index): 2\r\n" }
+        text += "\r\n"
+        #expect(text.utf8.count < 64 * 1024)
+        let head = try #require(try parse(text))
+        let rewritten = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 1), as: UTF8.self)
+        let kept = (0..<count).map { "Y-\($0): 2\r\n" }.joined()
+        #expect(rewritten == "HTTP/1.1 200 OK\r\n" + kept + "Via: 1.1 atsgate\r\n\r\n")
+    }
 }
