@@ -27,7 +27,7 @@ struct LogRecord {
     var message: String?
     var enforced: Bool
     var status: Int?
-    var upstreamIP: String?
+    var upstreamIP: IPAddress?
     /// What the TLS handshake showed (CONNECT inspection, or the upstream of an upgrade).
     var tlsVersion: String?
     var cipher: String?
@@ -46,8 +46,8 @@ struct LogRecord {
     var loggedReason: String? { reason ?? decision?.reason?.rawValue }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
-    /// line, the journal entry and the tests all read. Optional fields named in `nullable` are written
-    /// as null when absent; the others are left out.
+    /// line, the journal entry and the tests all read. A nil value is written as null; the fields
+    /// that only some records have are not handed over at all when absent.
     func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
         let destination = decision?.destination
         fields.time("time", time)
@@ -67,7 +67,7 @@ struct LogRecord {
         fields.bool("enforced", enforced)
         fields.string("tls_version", tlsVersion)
         fields.string("cipher", cipher)
-        fields.string("upstream_ip", upstreamIP)
+        fields.ip("upstream_ip", upstreamIP)
         fields.int("bytes_up", bytesUp)
         fields.int("bytes_down", bytesDown)
         fields.milliseconds("duration_ms", durationMilliseconds)
@@ -120,6 +120,31 @@ struct LogRecord {
         }
         return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
             + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+    }
+}
+
+/// Decision messages a loop has already formatted. The engine decides from the destination and the
+/// load context alone, so within one configuration generation they determine the message; building
+/// it (several interpolated sentences) was the largest part of a log record.
+struct DecisionMessages {
+    private struct Key: Hashable {
+        var generation: Int
+        var destination: Destination
+        var context: LoadContext
+    }
+
+    private var messages: [Key: String] = [:]
+    /// Distinct destinations remembered; past it the cache starts over (a reload leaves the old
+    /// generation's entries behind until then).
+    static let capacity = 1024
+
+    mutating func message(for decision: Decision, generation: Int) -> String {
+        let key = Key(generation: generation, destination: decision.destination, context: decision.context)
+        if let known = messages[key] { return known }
+        if messages.count >= DecisionMessages.capacity { messages.removeAll(keepingCapacity: true) }
+        let message = decision.message
+        messages[key] = message
+        return message
     }
 }
 

@@ -10,6 +10,7 @@ final class EventLoop {
     let pool = UpstreamPool()
     /// Decision-log lines not yet written (see DecisionLog).
     var logBuffer: [UInt8] = []
+    var decisionMessages = DecisionMessages()
     /// This loop's channels on the listening sockets, and whether accepting is paused.
     var listeners: [Channel] = []
     var acceptPaused = false

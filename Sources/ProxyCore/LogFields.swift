@@ -13,6 +13,7 @@ protocol LogFieldVisitor {
     mutating func milliseconds(_ name: StaticString, _ value: Double)
     mutating func address(_ name: StaticString, _ value: SocketAddress)
     mutating func host(_ name: StaticString, _ value: Host?)
+    mutating func ip(_ name: StaticString, _ value: IPAddress?)
 }
 
 /// Builds the record as a JSON object (the journal's fields and the tests read this form).
@@ -27,6 +28,7 @@ struct JSONObjectFields: LogFieldVisitor {
     mutating func milliseconds(_ name: StaticString, _ value: Double) { add(name, .double((value * 1000).rounded() / 1000)) }
     mutating func address(_ name: StaticString, _ value: SocketAddress) { add(name, .string(value.description)) }
     mutating func host(_ name: StaticString, _ value: Host?) { add(name, .optional(value?.description)) }
+    mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, .optional(value?.description)) }
 
     private mutating func add(_ name: StaticString, _ value: JSONValue) { fields.append((name.description, value)) }
 }
@@ -114,7 +116,7 @@ struct JSONLineWriter: LogFieldVisitor {
             return micros.isFinite ? bytes.append(contentsOf: String(micros / 1000).utf8) : null()
         }
         let total = Int(micros)
-        if total < 0 { bytes.append(UInt8(ascii: "-")) }
+        if micros.sign == .minus { bytes.append(UInt8(ascii: "-")) } // -0.0 too, as Swift prints it
         appendDecimal(total.magnitude / 1000)
         bytes.append(UInt8(ascii: "."))
         var fraction = total.magnitude % 1000
@@ -142,13 +144,17 @@ struct JSONLineWriter: LogFieldVisitor {
     mutating func host(_ name: StaticString, _ value: Host?) {
         switch value {
         case .name(let text)?: string(name, text)
-        case .address(let ip)?:
-            key(name)
-            bytes.append(UInt8(ascii: "\""))
-            appendIP(ip)
-            bytes.append(UInt8(ascii: "\""))
+        case .address(let address)?: ip(name, address)
         case nil: string(name, nil)
         }
+    }
+
+    mutating func ip(_ name: StaticString, _ value: IPAddress?) {
+        key(name)
+        guard let value else { return null() }
+        bytes.append(UInt8(ascii: "\""))
+        appendIP(value)
+        bytes.append(UInt8(ascii: "\""))
     }
 
     // MARK: Pieces

@@ -11,7 +11,8 @@ import Glibc
 /// wakeups twice (a late EPOLL_CTL_DEL hitting a reused descriptor; EPOLLHUP on a disarmed descriptor
 /// deleting its registration) and once trapped ("Source finalized twice"). Here registration is
 /// level-triggered and synchronous: what is asked for is what epoll reports, and a descriptor is
-/// removed from the set before it is closed.
+/// forgotten here before it is closed (the close itself takes it out of the epoll set: no proxy
+/// socket is ever duplicated or inherited by a child).
 final class Poller {
     private let epoll: Int32
     private let source: DispatchSourceRead

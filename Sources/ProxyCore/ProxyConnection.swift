@@ -183,7 +183,7 @@ final class ProxyConnection {
                         upstream = channel
                         upstreamAddress = address
                         upstreamFromPool = true
-                        record.upstreamIP = address.ip.description
+                        record.upstreamIP = address.ip
                         return connected()
                     }
                 }
@@ -218,7 +218,7 @@ final class ProxyConnection {
             }
             disarm()
             upstreamAddress = address
-            record.upstreamIP = address.ip.description
+            record.upstreamIP = address.ip
             connected()
         }
         // Often done already (see connectProgress): check once before waiting for writability.
@@ -285,6 +285,9 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce
             || record.reason == BlockReason.clientNotAllowed.rawValue || record.reason == BlockReason.portNotAllowed.rawValue
+        if record.message == nil, let decision = record.decision {
+            record.message = loop.decisionMessages.message(for: decision, generation: context.generation)
+        }
         loop.metrics.count(record)
         context.shared.decisions.add(1, ordering: .relaxed)
         context.log.write(record, into: &loop.logBuffer)

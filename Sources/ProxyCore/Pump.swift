@@ -1,6 +1,7 @@
 /// Moves one direction of a connection: first any bytes held in user space (the inspected prefix,
 /// a rewritten request head), then everything else through a pipe with splice(2), never copying.
-/// End of input becomes a half-close of the output (shutdown SHUT_WR).
+/// End of input becomes a half-close of the output (shutdown SHUT_WR), unless the other direction has
+/// ended too: then the owner closes both sockets, and the close sends the FIN.
 final class Pump {
     private let from: Channel
     private let to: Channel

@@ -41,7 +41,7 @@ import Testing
         tls.tlsVersion = "TLSv1.3"
         tls.cipher = "TLS_AES_128_GCM_SHA256"
         tls.sni = "legacy.example"
-        tls.upstreamIP = "2001:db8::2"
+        tls.upstreamIP = .v6(0x2001_0db8 << 96 | 2)
         tls.certificate = ServerJudgement.CertificateFacts(subject: "CN=legacy.example", issuer: "CN=Test CA",
                                                            key: "RSA 2048", signatureAlgorithm: "sha256WithRSAEncryption")
         tls.toleratedFindings = ["certificate-expired", "certificate-hostname"]
@@ -52,7 +52,9 @@ import Testing
         exception.durationMilliseconds = 0.25
         var negative = exception
         negative.durationMilliseconds = -3.5
-        return [plain, proxyAnswer, tls, exception, negative]
+        var negativeZero = exception // a clock stepped back by less than half a microsecond
+        negativeZero.durationMilliseconds = -0.000_4
+        return [plain, proxyAnswer, tls, exception, negative, negativeZero]
     }
 
     @Test func jsonLinesMatchTheRecordsJSONObject() throws {
@@ -87,6 +89,8 @@ import Testing
         #expect(objects[1]["status"] as? Int == 400)
         #expect(objects[1]["duration_ms"] as? Double == 0.0)
         #expect(objects[2]["host"] as? String == "2001:db8::2")
+        #expect(objects[2]["upstream_ip"] as? String == "2001:db8::2")
+        #expect(objects[0]["upstream_ip"] is NSNull)
         #expect(objects[2]["time"] as? String == "2099-12-31T23:59:59.999Z")
         #expect(objects[2]["duration_ms"] as? Double == 1234.568)
         #expect(objects[2]["bytes_up"] as? Int == -1)
