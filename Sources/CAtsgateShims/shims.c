@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include "CAtsgateShims.h"
 
@@ -18,4 +19,8 @@ int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length) {
 
 int atsgate_socket(int domain, int type) {
     return socket(domain, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+}
+
+int atsgate_eventfd(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }

@@ -56,7 +56,7 @@ final class CertificateVerdictCache: Sendable {
 
     private struct State {
         var entries: [Key: Entry] = [:]
-        var waiting: [Key: [(DispatchQueue, (ServerJudgement) -> Void)]] = [:]
+        var waiting: [Key: [(EventLoop, (ServerJudgement) -> Void)]] = [:]
     }
 
     private let state = Mutex(State())
@@ -87,20 +87,20 @@ final class CertificateVerdictCache: Sendable {
     }
 
     /// Computes the verdict off the loops (once per key at a time) and calls `completion` on `queue`.
-    func compute(_ key: Key, compute: @escaping @Sendable () -> ServerJudgement, on queue: DispatchQueue,
+    func compute(_ key: Key, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
                  completion: @escaping (ServerJudgement) -> Void) {
         nonisolated(unsafe) let completion = completion
         shared.verdictMisses.add(1, ordering: .relaxed)
         let first = state.withLock { state -> Bool in
             let isFirst = state.waiting[key] == nil
-            state.waiting[key, default: []].append((queue, completion))
+            state.waiting[key, default: []].append((loop, completion))
             return isFirst
         }
         guard first else { return }
         work.async { [self] in
             let judgement = compute()
             let time = now()
-            let waiters = state.withLock { state -> [(DispatchQueue, (ServerJudgement) -> Void)] in
+            let waiters = state.withLock { state -> [(EventLoop, (ServerJudgement) -> Void)] in
                 if state.entries.count >= capacity {
                     state.entries = state.entries.filter { $0.value.expires > time }
                     // Still full: drop about a quarter, oldest first.
@@ -112,9 +112,9 @@ final class CertificateVerdictCache: Sendable {
                 state.entries[key] = Entry(judgement: judgement, expires: time + timeToLive)
                 return state.waiting.removeValue(forKey: key) ?? []
             }
-            for (queue, completion) in waiters {
+            for (loop, completion) in waiters {
                 nonisolated(unsafe) let completion = completion
-                queue.async { completion(judgement) }
+                loop.execute { completion(judgement) }
             }
         }
     }

@@ -47,6 +47,14 @@ final class EventLoop {
         }
     }
 
+    /// Runs `work` on the loop's queue; for other threads (a resolver, a certificate verdict), whose
+    /// results would otherwise wait for a drain's linger to end.
+    func execute(_ work: @escaping () -> Void) {
+        nonisolated(unsafe) let work = work // confined to the loop's queue from here on
+        queue.async { work() }
+        poller.wake()
+    }
+
     init(label: String) {
         queue = DispatchQueue(label: label)
         poller = Poller(queue: queue)

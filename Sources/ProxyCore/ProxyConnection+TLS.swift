@@ -267,7 +267,7 @@ extension ProxyConnection {
         judgementPending = true
         // Held until the verdict (bounded by the probe's timeout), so that a tunnel that ends first
         // still gets its record completed with the certificate's findings.
-        cache.compute(key, compute: compute, on: queue) { [self] judgement in
+        cache.compute(key, compute: compute, on: loop) { [self] judgement in
             judgementPending = false
             if let record = deferredRecord.first {
                 deferredRecord = []

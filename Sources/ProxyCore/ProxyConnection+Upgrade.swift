@@ -75,13 +75,13 @@ extension ProxyConnection {
         let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description])
         let requirements = decision.requirements
         let timeout = context.configuration.handshakeTimeout
-        let loopQueue = queue
+        let loop = self.loop
         nonisolated(unsafe) weak let connection = self
         DispatchQueue.global().async {
             let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements)
             let reason = result.failure?.blockReason?.rawValue ?? "upstream-tls"
             let message = result.failure?.message ?? "TLS to \(secure.host):\(secure.port) failed: \(problem)"
-            loopQueue.async { connection?.upgradeFailed(reason: reason, message: message) }
+            loop.execute { connection?.upgradeFailed(reason: reason, message: message) }
         }
     }
 

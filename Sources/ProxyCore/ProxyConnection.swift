@@ -168,7 +168,7 @@ final class ProxyConnection {
                    message: "connecting to \(destination.host):\(destination.port) timed out", keepAlive: false,
                    action: "error")
         }
-        context.resolver.resolve(destination.host, on: queue) { [self] result in
+        context.resolver.resolve(destination.host, on: loop) { [self] result in
             guard state == .connecting else { return }
             switch result {
             case .failure(let error):

@@ -14,7 +14,7 @@ final class Resolver: @unchecked Sendable {
 
     /// Calls `completion` on `loop` with the addresses (IPv6 and IPv4 as the system orders them), or
     /// an error message.
-    func resolve(_ host: Host, on loop: DispatchQueue,
+    func resolve(_ host: Host, on loop: EventLoop,
                  completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
         switch host {
         case .address(let address):
@@ -26,7 +26,7 @@ final class Resolver: @unchecked Sendable {
             }
             queue.async {
                 let result = Resolver.lookup(name)
-                loop.async { completion(result) }
+                loop.execute { completion(result) }
             }
         }
     }

@@ -35,6 +35,25 @@ import Testing
         }
     }
 
+    /// A name that is not pinned goes to the system resolver (getaddrinfo, off the loop) and its
+    /// answer comes back to the connection's loop: `localhost`, an unqualified name (local, R11).
+    @Test func namesAreResolvedByTheSystemOffTheLoop() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--connect-port", "\(origin.httpPort)"])
+        let plain = try Subprocess.curl(["-x", daemon.proxy, "http://localhost:\(origin.httpPort)/small"])
+        #expect(plain.stdout == String(repeating: "a", count: 100), "\(plain.stderr)")
+        let tunnel = try Subprocess.curl(["-p", "-x", daemon.proxy, "http://localhost:\(origin.httpPort)/small"])
+        #expect(tunnel.stdout == String(repeating: "a", count: 100), "\(tunnel.stderr)")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.map { $0["method"] as? String ?? "" }.sorted() == ["CONNECT", "GET"])
+        for record in records {
+            #expect(record["host"] as? String == "localhost")
+            #expect(record["class"] as? String == "unqualified")
+            #expect(record["action"] as? String == "allow")
+            #expect(["127.0.0.1", "::1"].contains(record["upstream_ip"] as? String ?? ""), "\(record)")
+        }
+    }
+
     @Test func cleartextToAPublicHostIsBlockedWith403AndItsReason() throws {
         let origin = try Origin()
         let daemon = try Daemon(Self.pins)

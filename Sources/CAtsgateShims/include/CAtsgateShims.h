@@ -14,4 +14,6 @@ int atsgate_pipe(int fds[2]);
 int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length);
 /// socket(2) with SOCK_NONBLOCK | SOCK_CLOEXEC.
 int atsgate_socket(int domain, int type);
+/// eventfd(2) with EFD_NONBLOCK | EFD_CLOEXEC (Glibc's Swift module does not export <sys/eventfd.h>).
+int atsgate_eventfd(void);
 #endif
