@@ -110,16 +110,9 @@ struct LogRecord {
 
     /// RFC 3339 UTC with milliseconds.
     static func timestamp(_ time: Double) -> String {
-        var seconds = time_t(time)
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let millis = Int((time - Double(Int(time))) * 1000)
-        func pad(_ value: Int32, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(parts.tm_year + 1900, 4))-\(pad(parts.tm_mon + 1, 2))-\(pad(parts.tm_mday, 2))T"
-            + "\(pad(parts.tm_hour, 2)):\(pad(parts.tm_min, 2)):\(pad(parts.tm_sec, 2)).\(pad(Int32(millis), 3))Z"
+        var bytes: [UInt8] = []
+        LogText.appendTimestamp(time, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 
