@@ -55,24 +55,27 @@ final class Channel {
 
     /// Leaves the poller without closing the descriptor (a listening socket every loop watches).
     func detach() {
-        guard !closed else { return }
-        closed = true
-        poller.remove(self, registered: registered)
-        registered = false
-        readHandler = nil
-        writeHandler = nil
+        leave(deregistering: true)
     }
 
     func close() {
-        guard !closed else { return }
-        closed = true
         // No EPOLL_CTL_DEL: the descriptor is this socket's only one (every socket is made with
         // SOCK_CLOEXEC and never duplicated), so close(2) removes it from the epoll set; the
         // explicit removal was two system calls per tunnel.
-        poller.forget(self)
+        guard leave(deregistering: false) else { return }
+        SystemCall.close(fd)
+    }
+
+    /// Marks the channel closed, tells the poller (taking the descriptor out of the epoll set only
+    /// when `deregistering`) and drops the handlers; false when it was closed already.
+    @discardableResult
+    private func leave(deregistering: Bool) -> Bool {
+        guard !closed else { return false }
+        closed = true
+        if deregistering { poller.remove(self, registered: registered) } else { poller.forget(self) }
         registered = false
         readHandler = nil
         writeHandler = nil
-        SystemCall.close(fd)
+        return true
     }
 }
