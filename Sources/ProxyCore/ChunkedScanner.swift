@@ -1,23 +1,43 @@
 /// Finds where a chunked message body ends (RFC 9112 section 7.1) without decoding it, so the proxy
-/// can pass the body through verbatim and know where the next pipelined request starts.
+/// can pass the body through verbatim and know where the next pipelined request starts. It reads as
+/// strictly as the head parsers: a chunk line or trailer that one hop reads differently from the next
+/// is a way to smuggle a request inside a body.
 struct ChunkedScanner {
     private enum State {
-        case size(value: Int, digits: Int, inExtension: Bool)
-        case sizeLF
+        /// chunk-size digits so far.
+        case size(value: Int, digits: Int)
+        /// White space after the size: only more of it or `;` may follow (BWS ";").
+        case sizeSpace(value: Int)
+        /// A chunk extension: field-value bytes without controls, up to the line's CR.
+        case chunkExtension(value: Int)
+        case sizeLF(value: Int)
         case data(remaining: Int)
         case dataCR
         case dataLF
+        /// The start of a trailer line, or of the final empty line.
         case trailerLineStart
-        case trailerLine
+        case trailerName
+        case trailerValue
         case trailerLF(empty: Bool)
         case done
     }
 
-    private var state = State.size(value: 0, digits: 0, inExtension: false)
+    private var state = State.size(value: 0, digits: 0)
+    /// Bytes of the current chunk line, and of the trailer section, against their limits.
+    private var lineLength = 0
+    private var trailerLength = 0
+
+    /// A chunk line (size and extensions) longer than this is refused.
+    static let maximumChunkLine = 4096
+    /// A trailer section longer than this is refused (the request head's own limit).
+    static let maximumTrailerSection = 16 * 1024
 
     var isDone: Bool { if case .done = state { true } else { false } }
 
-    struct Malformed: Error {}
+    struct Malformed: Error, Equatable, CustomStringConvertible {
+        var problem: String
+        var description: String { problem }
+    }
 
     /// Consumes bytes of the body; returns how many belong to it (fewer than given once it ends).
     mutating func scan(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> Int {
@@ -27,57 +47,98 @@ struct ChunkedScanner {
             switch state {
             case .done:
                 return index
-            case .size(let value, let digits, let inExtension):
-                if byte == 0x0D {
-                    guard digits > 0 else { throw Malformed() }
-                    state = .sizeLF
-                    // The size is kept in the next state through `value`.
-                    pendingSize = value
-                } else if inExtension {
-                    break
-                } else if let digit = hexValue(byte) {
-                    guard digits < 15 else { throw Malformed() }
-                    state = .size(value: value << 4 | digit, digits: digits + 1, inExtension: false)
-                } else if byte == UInt8(ascii: ";") || byte == 0x20 || byte == 0x09 {
-                    guard digits > 0 else { throw Malformed() }
-                    state = .size(value: value, digits: digits, inExtension: true)
+            case .size(let value, let digits):
+                if let digit = Self.hexValue(byte) {
+                    guard digits < 15 else { throw Malformed(problem: "chunk size too large") }
+                    state = .size(value: value << 4 | digit, digits: digits + 1)
                 } else {
-                    throw Malformed()
+                    guard digits > 0 else { throw Malformed(problem: "chunk line without a size") }
+                    switch byte {
+                    case 0x0D: state = .sizeLF(value: value)
+                    case UInt8(ascii: ";"): state = .chunkExtension(value: value)
+                    case 0x20, 0x09: state = .sizeSpace(value: value)
+                    default: throw Malformed(problem: "invalid byte in a chunk size")
+                    }
                 }
-            case .sizeLF:
-                guard byte == 0x0A else { throw Malformed() }
-                state = pendingSize == 0 ? .trailerLineStart : .data(remaining: pendingSize)
+            case .sizeSpace(let value):
+                switch byte {
+                case 0x20, 0x09: break
+                case UInt8(ascii: ";"): state = .chunkExtension(value: value)
+                default: throw Malformed(problem: "white space in a chunk size not followed by an extension")
+                }
+            case .chunkExtension(let value):
+                if byte == 0x0D {
+                    state = .sizeLF(value: value)
+                } else if !MessageSyntax.isFieldValueByte(byte) {
+                    throw Malformed(problem: "control character in a chunk extension")
+                }
+            case .sizeLF(let value):
+                guard byte == 0x0A else { throw Malformed(problem: "chunk line not ended by CRLF") }
+                lineLength = 0
+                state = value == 0 ? .trailerLineStart : .data(remaining: value)
+                index += 1
+                continue
             case .data(let remaining):
                 let take = min(remaining, bytes.count - index)
                 index += take
                 state = remaining - take == 0 ? .dataCR : .data(remaining: remaining - take)
                 continue
             case .dataCR:
-                guard byte == 0x0D else { throw Malformed() }
+                guard byte == 0x0D else { throw Malformed(problem: "chunk data longer than its size") }
                 state = .dataLF
             case .dataLF:
-                guard byte == 0x0A else { throw Malformed() }
-                state = .size(value: 0, digits: 0, inExtension: false)
+                guard byte == 0x0A else { throw Malformed(problem: "chunk data not ended by CRLF") }
+                state = .size(value: 0, digits: 0)
+                index += 1
+                continue
             case .trailerLineStart:
-                state = byte == 0x0D ? .trailerLF(empty: true) : .trailerLine
-            case .trailerLine:
-                if byte == 0x0D { state = .trailerLF(empty: false) }
+                if byte == 0x0D {
+                    state = .trailerLF(empty: true)
+                } else if MessageSyntax.isTokenByte(byte) {
+                    state = .trailerName
+                } else {
+                    throw Malformed(problem: byte == 0x20 || byte == 0x09
+                                    ? "obsolete line folding in a trailer" : "malformed trailer field")
+                }
+            case .trailerName:
+                if byte == UInt8(ascii: ":") {
+                    state = .trailerValue
+                } else if !MessageSyntax.isTokenByte(byte) {
+                    throw Malformed(problem: "malformed trailer field name")
+                }
+            case .trailerValue:
+                if byte == 0x0D {
+                    state = .trailerLF(empty: false)
+                } else if !MessageSyntax.isFieldValueByte(byte) {
+                    throw Malformed(problem: "control character in a trailer value")
+                }
             case .trailerLF(let empty):
-                guard byte == 0x0A else { throw Malformed() }
+                guard byte == 0x0A else { throw Malformed(problem: "trailer line not ended by CRLF") }
                 if empty {
                     state = .done
                     return index + 1
                 }
                 state = .trailerLineStart
             }
+            // Chunk lines and the trailer section count against their limits.
+            switch state {
+            case .size, .sizeSpace, .chunkExtension, .sizeLF:
+                lineLength += 1
+                if lineLength > Self.maximumChunkLine { throw Malformed(problem: "chunk line longer than 4 KiB") }
+            case .trailerLineStart, .trailerName, .trailerValue, .trailerLF:
+                trailerLength += 1
+                if trailerLength > Self.maximumTrailerSection {
+                    throw Malformed(problem: "trailer section larger than 16 KiB")
+                }
+            case .data, .dataCR, .dataLF, .done:
+                break
+            }
             index += 1
         }
         return index
     }
 
-    private var pendingSize = 0
-
-    private func hexValue(_ byte: UInt8) -> Int? {
+    private static func hexValue(_ byte: UInt8) -> Int? {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): Int(byte - UInt8(ascii: "0"))
         case UInt8(ascii: "a")...UInt8(ascii: "f"): Int(byte - UInt8(ascii: "a") + 10)
@@ -101,13 +162,15 @@ enum MessageBody {
         else { self = .none }
     }
 
-    /// A response's body framing (RFC 9112 section 6.3).
+    /// A response's body framing (RFC 9112 section 6.3): none for HEAD, 1xx, 204 and 304 whatever
+    /// the head says; chunked when chunked is the last coding; else Content-Length; else (another
+    /// final coding, or no framing at all) until the origin closes.
     init(response head: ResponseHead, requestMethod: String) {
         if requestMethod == "HEAD" || head.status == 204 || head.status == 304 || (100..<200).contains(head.status) {
             self = .none
         } else if head.isChunked {
             self = .chunked(ChunkedScanner())
-        } else if let length = head.contentLength, length >= 0 {
+        } else if !head.framing.hasTransferEncoding, let length = head.contentLength {
             self = length == 0 ? .none : .length(length)
         } else {
             self = .untilClose

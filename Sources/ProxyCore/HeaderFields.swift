@@ -147,16 +147,21 @@ enum HeaderFields {
     }
 
     /// Appends `Name: value` CRLF for each field to forward: hop-by-hop ones, the ones Connection
-    /// names, and (for requests) every Proxy-* field left out. Returns whether a Host field was among
-    /// them.
+    /// names, Host (the caller writes the one it means), and (for requests) every Proxy-* field
+    /// left out. Content-Length is written once, as `contentLength`, however the message spelled it.
     static func appendForwardable(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField], dropProxyFields: Bool,
-                                  to out: inout [UInt8]) -> Bool {
+                                  contentLength: Int?, to out: inout [UInt8]) {
         let named = namedByConnection(head, fields)
-        var forwardedHost = false
+        var lengthWritten = false
         for field in fields {
-            if field.kind.isHopByHop || (dropProxyFields && field.kind.isProxyField) { continue }
+            if field.kind.isHopByHop || field.kind == .host || (dropProxyFields && field.kind.isProxyField) { continue }
+            if field.kind == .contentLength {
+                guard !lengthWritten, let contentLength else { continue }
+                lengthWritten = true
+                out.append(contentsOf: "Content-Length: \(contentLength)\r\n".utf8)
+                continue
+            }
             if !named.isEmpty, named.contains(lowercasedBytes(head, field.name)) { continue }
-            if field.kind == .host { forwardedHost = true }
             out.append(contentsOf: UnsafeRawBufferPointer(rebasing: head[field.name]))
             out.append(UInt8(ascii: ":"))
             out.append(0x20)
@@ -164,18 +169,21 @@ enum HeaderFields {
             out.append(0x0D)
             out.append(0x0A)
         }
-        return forwardedHost
     }
 
-    /// The field names Connection lists, lowercased, leaving out those that are hop-by-hop anyway.
-    /// Gathered once per head: a head is up to 64 KiB (a response's), and matching every field
-    /// against every token instead took an origin's crafted head 1.5 s of the loop's time.
+    /// The field names Connection lists, lowercased, leaving out those that are hop-by-hop anyway and
+    /// those that frame or route the message: a Connection token naming Content-Length,
+    /// Transfer-Encoding or Host must never strip them, or the next hop reads the body as the next
+    /// request. Gathered once per head: a head is up to 64 KiB (a response's), and matching every
+    /// field against every token instead took an origin's crafted head 1.5 s of the loop's time.
     private static func namedByConnection(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField]) -> Set<[UInt8]> {
         var named: Set<[UInt8]> = []
         for field in fields where field.kind == .connection {
             forEachToken(head, in: field.value) { token in
-                if !HeaderField.Kind(name: UnsafeRawBufferPointer(rebasing: head[token])).isHopByHop {
-                    named.insert(lowercasedBytes(head, token))
+                switch HeaderField.Kind(name: UnsafeRawBufferPointer(rebasing: head[token])) {
+                case let kind where kind.isHopByHop: break
+                case .contentLength, .transferEncoding, .host: break
+                default: named.insert(lowercasedBytes(head, token))
                 }
             }
         }

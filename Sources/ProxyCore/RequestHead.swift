@@ -6,6 +6,8 @@ import ATSPolicy
 struct RequestHead {
     /// The head including the blank line.
     var bytes: [UInt8]
+    /// Bytes of the input the head took: `bytes`, and an empty line skipped before it.
+    var length: Int
     var method: String
     var targetRange: Range<Int>
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
@@ -17,9 +19,6 @@ struct RequestHead {
     /// The client wants the connection kept open after this exchange: HTTP/1.1 without
     /// `Connection: close`, or HTTP/1.0 with `Connection: keep-alive`.
     var keepAlive: Bool
-
-    /// Bytes of the head including the blank line.
-    var length: Int { bytes.count }
 
     var target: String { String(decoding: bytes[targetRange], as: UTF8.self) }
 
@@ -86,19 +85,21 @@ struct RequestHead {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// The request as the origin gets it: origin-form target, hop-by-hop and Proxy-* fields removed,
-    /// Via added; written as bytes, the forwarded names and values copied from the client's. A
-    /// request without Host (HTTP/1.0) gets one naming `hostIfMissing`.
-    func upstreamHead(hostIfMissing: @autoclosure () -> String) -> [UInt8] {
+    /// The request as the origin gets it: origin-form target; Host naming the target's authority
+    /// (RFC 9112 section 3.2.2: a proxy replaces the client's Host, which the decision did not look
+    /// at); hop-by-hop and Proxy-* fields removed; one Content-Length of the agreed value; Via added.
+    /// Written as bytes, the forwarded names and values copied from the client's.
+    func upstreamHead(authority: String) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(length + 64)
         out.append(contentsOf: bytes[..<targetRange.lowerBound]) // the method and its space
         appendOriginForm(to: &out)
-        out.append(contentsOf: " HTTP/1.1\r\n".utf8)
-        let hasHost = bytes.withUnsafeBytes { bytes in
-            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: true, to: &out)
+        out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
+        out.append(contentsOf: authority.utf8)
+        out.append(contentsOf: "\r\n".utf8)
+        bytes.withUnsafeBytes { bytes in
+            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: true, contentLength: contentLength, to: &out)
         }
-        if !hasHost { out.append(contentsOf: "Host: \(hostIfMissing())\r\n".utf8) }
         // No Connection field: HTTP/1.1 keeps the origin connection for the pool.
         out.append(contentsOf: HeaderFields.via(receivedMinorVersion: minorVersion))
         out.append(contentsOf: "\r\n".utf8)
@@ -116,14 +117,35 @@ struct RequestHeadError: Error, Equatable {
 enum RequestHeadParser {
     static let maximumHeadLength = 16 * 1024
     static let maximumFields = 100
+    /// Longer targets get 414 (RFC 9112 section 3 recommends at least 8,000 octets).
+    static let maximumTargetLength = 8 * 1024
     private static let close = Array("close".utf8)
     private static let keepAliveToken = Array("keep-alive".utf8)
-    private static let chunkedCoding = Array("chunked".utf8)
 
-    /// The head at the start of `bytes`, nil when it is not complete yet.
+    /// The head at the start of `bytes`, nil when it is not complete yet. One empty line before the
+    /// request line is skipped (RFC 9112 section 2.2); it counts in the head's `length`.
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(RequestHeadError) -> RequestHead? {
+        let skipped = bytes.count >= 2 && bytes[0] == 0x0D && bytes[1] == 0x0A ? 2 : 0
+        if skipped > 0, bytes.count >= 3, bytes[2] == 0x0D || bytes[2] == 0x0A {
+            throw RequestHeadError(status: 400, problem: "empty request line")
+        }
+        do {
+            return try parseHead(UnsafeRawBufferPointer(rebasing: bytes[skipped...]), skipped: skipped)
+        } catch let violation as MessageSyntax.Violation {
+            throw RequestHeadError(status: violation.tooLarge ? 431 : 400, problem: violation.problem)
+        } catch let error as RequestHeadError {
+            throw error
+        } catch {
+            throw RequestHeadError(status: 400, problem: "\(error)")
+        }
+    }
+
+    private static func parseHead(_ bytes: UnsafeRawBufferPointer, skipped: Int) throws -> RequestHead? {
         guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumHeadLength) else {
             if bytes.count > maximumHeadLength {
+                if !bytes.prefix(maximumTargetLength + 16).contains(0x0D) {
+                    throw RequestHeadError(status: 414, problem: "request target longer than 8 KiB")
+                }
                 throw RequestHeadError(status: 431, problem: "request head larger than 16 KiB")
             }
             return nil
@@ -131,52 +153,23 @@ enum RequestHeadParser {
         if end > maximumHeadLength { throw RequestHeadError(status: 431, problem: "request head larger than 16 KiB") }
         // Every line ends with CRLF; the last CRLF is the blank line. A bare CR, LF or a NUL anywhere
         // refuses the head before any of it is read.
-        let lineCount = try countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
+        let lineCount = try MessageSyntax.countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
         var lineEnd = 0
         while bytes[lineEnd] != 0x0D { lineEnd += 1 }
         let requestLine = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[..<lineEnd]))
         guard lineCount - 1 <= maximumFields else {
             throw RequestHeadError(status: 431, problem: "more than \(maximumFields) header fields")
         }
-        var fields: [HeaderField] = []
-        fields.reserveCapacity(lineCount - 1)
-        var lineStart = lineEnd + 2
-        while lineStart < end - 2 {
-            lineEnd = lineStart
-            while bytes[lineEnd] != 0x0D { lineEnd += 1 }
-            fields.append(try parseField(bytes, line: lineStart..<lineEnd))
-            lineStart = lineEnd + 2
-        }
-        let framing = try frame(bytes, fields, minorVersion: requestLine.minor)
+        let fields = try MessageSyntax.fieldLines(bytes, from: lineEnd + 2, to: end - 2, expected: lineCount - 1)
+        let framing = try MessageSyntax.framing(bytes, fields)
+        try checkFraming(framing, method: requestLine.method, minorVersion: requestLine.minor)
+        try checkTarget(bytes, requestLine, fields)
         let keepAlive = !HeaderFields.hasToken(bytes, fields, .connection, close)
             && (requestLine.minor >= 1 || HeaderFields.hasToken(bytes, fields, .connection, keepAliveToken))
-        return RequestHead(bytes: Array(bytes[..<end]), method: requestLine.method, targetRange: requestLine.target,
-                           minorVersion: requestLine.minor, fields: fields, contentLength: framing.contentLength,
-                           chunked: framing.chunked, keepAlive: keepAlive)
-    }
-
-    /// The number of CRLF-ended lines in `head`.
-    private static func countLines(_ head: UnsafeRawBufferPointer) throws(RequestHeadError) -> Int {
-        var lines = 0
-        var index = 0
-        while index < head.count {
-            switch head[index] {
-            case 0x0A:
-                // A line feed not preceded by a carriage return.
-                throw RequestHeadError(status: 400, problem: "bare LF in request head")
-            case 0x0D:
-                guard index + 1 < head.count, head[index + 1] == 0x0A else {
-                    throw RequestHeadError(status: 400, problem: "bare CR in request head")
-                }
-                lines += 1
-                index += 2
-            case 0:
-                throw RequestHeadError(status: 400, problem: "NUL byte in request head")
-            default:
-                index += 1
-            }
-        }
-        return lines
+        return RequestHead(bytes: Array(bytes[..<end]), length: skipped + end, method: requestLine.method,
+                           targetRange: requestLine.target, minorVersion: requestLine.minor, fields: fields,
+                           contentLength: framing.contentLength, chunked: framing.hasTransferEncoding,
+                           keepAlive: keepAlive)
     }
 
     private static func parseRequestLine(_ line: UnsafeRawBufferPointer) throws(RequestHeadError)
@@ -186,8 +179,11 @@ enum RequestHeadParser {
               !line[(targetEnd + 1)...].contains(0x20), methodEnd > 0, targetEnd > methodEnd + 1 else {
             throw RequestHeadError(status: 400, problem: "malformed request line")
         }
-        guard line[..<methodEnd].allSatisfy(isTokenByte) else {
+        guard line[..<methodEnd].allSatisfy(MessageSyntax.isTokenByte) else {
             throw RequestHeadError(status: 400, problem: "malformed method")
+        }
+        guard targetEnd - methodEnd - 1 <= maximumTargetLength else {
+            throw RequestHeadError(status: 414, problem: "request target longer than 8 KiB")
         }
         guard line[(methodEnd + 1)..<targetEnd].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             throw RequestHeadError(status: 400, problem: "malformed request target")
@@ -196,7 +192,8 @@ enum RequestHeadParser {
         let minor: Int
         if version.count == 8, version.starts(with: "HTTP/1.".utf8), version[7] == 0x31 || version[7] == 0x30 {
             minor = version[7] == 0x31 ? 1 : 0
-        } else if version.starts(with: "HTTP/".utf8) {
+        } else if version.count == 8, version.starts(with: "HTTP/".utf8), version[6] == UInt8(ascii: "."),
+                  (0x30...0x39).contains(version[5]), (0x30...0x39).contains(version[7]) {
             let number = String(decoding: version.dropFirst(5), as: UTF8.self)
             throw RequestHeadError(status: 505, problem: "HTTP version \(number) not supported")
         } else {
@@ -205,90 +202,55 @@ enum RequestHeadParser {
         return (String(decoding: line[..<methodEnd], as: UTF8.self), (methodEnd + 1)..<targetEnd, minor)
     }
 
-    private static func parseField(_ head: UnsafeRawBufferPointer, line: Range<Int>) throws(RequestHeadError)
-        -> HeaderField {
-        guard !line.isEmpty else { throw RequestHeadError(status: 400, problem: "empty header line") }
-        let first = head[line.lowerBound]
-        if first == 0x20 || first == 0x09 {
-            throw RequestHeadError(status: 400, problem: "obsolete line folding in header")
-        }
-        guard let colon = head[line].firstIndex(of: UInt8(ascii: ":")) else {
-            throw RequestHeadError(status: 400, problem: "header line without a colon")
-        }
-        guard colon > line.lowerBound, head[line.lowerBound..<colon].allSatisfy(isTokenByte) else {
-            // Includes white space between the name and the colon (RFC 9112 section 5.1).
-            throw RequestHeadError(status: 400, problem: "malformed header name")
-        }
-        let field = HeaderField(head, line: line, colon: colon)
-        guard head[field.value].allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
-            throw RequestHeadError(status: 400, problem: "control character in header value")
-        }
-        return field
-    }
-
     /// Body framing (RFC 9112 section 6): refuse every ambiguity instead of guessing.
-    private static func frame(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField], minorVersion: Int)
-        throws(RequestHeadError) -> (contentLength: Int?, chunked: Bool) {
-        // Every comma-separated element of every Content-Length field, empty ones included.
-        var firstLength: Range<Int>?
-        var conflicting = false
-        // The Transfer-Encoding codings, in order.
-        var encodings = 0
-        var chunkedCount = 0
-        var lastIsChunked = false
-        for field in fields {
-            switch field.kind {
-            case .contentLength:
-                HeaderFields.forEachToken(head, in: field.value, keepingEmpty: true) { element in
-                    if let first = firstLength {
-                        if !head[element].elementsEqual(head[first]) { conflicting = true }
-                    } else {
-                        firstLength = element
-                    }
-                }
-            case .transferEncoding:
-                HeaderFields.forEachToken(head, in: field.value) { coding in
-                    encodings += 1
-                    lastIsChunked = HeaderFields.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: head[coding]),
-                                                                    lowercase: chunkedCoding)
-                    if lastIsChunked { chunkedCount += 1 }
-                }
-            default:
-                break
-            }
-        }
-        if firstLength != nil, encodings > 0 {
+    private static func checkFraming(_ framing: MessageSyntax.Framing, method: String,
+                                     minorVersion: Int) throws(RequestHeadError) {
+        if framing.contentLength != nil, framing.hasTransferEncoding {
             throw RequestHeadError(status: 400, problem: "both Content-Length and Transfer-Encoding")
         }
-        var contentLength: Int?
-        if let first = firstLength {
-            guard !conflicting else { throw RequestHeadError(status: 400, problem: "conflicting Content-Length values") }
-            guard !first.isEmpty, first.count <= 18, head[first].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                throw RequestHeadError(status: 400, problem: "invalid Content-Length")
-            }
-            contentLength = head[first].reduce(0) { $0 * 10 + Int($1 - 0x30) }
-        }
-        if encodings > 0 {
-            guard lastIsChunked, chunkedCount == 1 else {
-                throw RequestHeadError(status: 400, problem: "unsupported Transfer-Encoding")
+        if framing.hasTransferEncoding {
+            guard framing.isChunked else {
+                // The length of the body cannot be determined (RFC 9112 section 6.3, item 4).
+                throw RequestHeadError(status: 400, problem: "unsupported Transfer-Encoding (chunked must be last, once)")
             }
             if minorVersion == 0 {
                 throw RequestHeadError(status: 400, problem: "Transfer-Encoding in an HTTP/1.0 request")
             }
         }
-        return (contentLength, encodings > 0)
+        if method == "CONNECT", (framing.contentLength ?? 0) > 0 || framing.hasTransferEncoding {
+            // RFC 9110 section 9.3.6: CONNECT has no content; what follows the head is tunnel data.
+            throw RequestHeadError(status: 400, problem: "a CONNECT request with content")
+        }
     }
 
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "!"), UInt8(ascii: "#"),
-             UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"),
-             UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
-             UInt8(ascii: "|"), UInt8(ascii: "~"):
-            return true
-        default:
-            return false
+    /// The request target and Host (RFC 9112 section 3.2): one Host at most; an absolute-form target
+    /// carries no userinfo and no fragment; CONNECT takes the authority form only.
+    private static func checkTarget(_ head: UnsafeRawBufferPointer, _ line: (method: String, target: Range<Int>, minor: Int),
+                                    _ fields: [HeaderField]) throws(RequestHeadError) {
+        var hosts = 0
+        for field in fields where field.kind == .host { hosts += 1 }
+        guard hosts <= 1 else { throw RequestHeadError(status: 400, problem: "more than one Host field") }
+        let target = head[line.target]
+        if line.method == "CONNECT" {
+            guard !target.contains(UInt8(ascii: "/")), !target.contains(UInt8(ascii: "@")) else {
+                throw RequestHeadError(status: 400, problem: "a CONNECT target must be host:port")
+            }
+            return
+        }
+        guard let scheme = target.firstIndex(of: UInt8(ascii: ":")), head[scheme...].starts(with: "://".utf8) else {
+            return
+        }
+        guard !target.contains(UInt8(ascii: "#")) else {
+            throw RequestHeadError(status: 400, problem: "a fragment in the request target")
+        }
+        let authorityStart = scheme + 3
+        let authorityEnd = head[authorityStart..<line.target.upperBound]
+            .firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? line.target.upperBound
+        if head[authorityStart..<authorityEnd].contains(UInt8(ascii: "@")) {
+            throw RequestHeadError(status: 400, problem: "userinfo in the request target")
+        }
+        if authorityStart == authorityEnd {
+            throw RequestHeadError(status: 400, problem: "an absolute-form target without a host")
         }
     }
 }

@@ -8,6 +8,7 @@ struct ResponseHead {
     /// The reason phrase, possibly empty.
     var reason: Range<Int>
     var fields: [HeaderField]
+    var framing: MessageSyntax.Framing
 
     /// Bytes of the head including the blank line.
     var length: Int { bytes.count }
@@ -18,61 +19,61 @@ struct ResponseHead {
         var problem: String
     }
 
-    /// The head at the start of `bytes`, or nil when incomplete. Parsed as bytes: splitting the
-    /// head as a String walked grapheme clusters ("\r\n" is one Character) and was a fifth of the
-    /// forwarding path's CPU.
+    /// The head at the start of `bytes`, or nil when incomplete. Read as strictly as a request head
+    /// (MessageSyntax): an origin's head is forwarded, so a loose read here would let an origin split
+    /// or smuggle responses to the client. Parsed as bytes: splitting the head as a String walked
+    /// grapheme clusters ("\r\n" is one Character) and was a fifth of the forwarding path's CPU.
     static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> ResponseHead? {
         guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumLength) else {
             if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
             return nil
         }
-        let head = UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]) // each line ends with CRLF
-        // One pass: the status line, then each field as its line ends.
-        var status: (minor: Int, code: Int, line: Range<Int>)?
-        var fields: [HeaderField] = []
-        // Room for a typical origin's fields, so the array does not grow three times on the way.
-        fields.reserveCapacity(16)
-        var start = 0
-        var index = 0
-        while index + 1 < head.count {
-            guard head[index] == 0x0D, head[index + 1] == 0x0A else {
-                index += 1
-                continue
+        do {
+            let lines = try MessageSyntax.countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
+            var lineEnd = 0
+            while bytes[lineEnd] != 0x0D { lineEnd += 1 }
+            let status = try parseStatusLine(UnsafeRawBufferPointer(rebasing: bytes[..<lineEnd]))
+            let fields = try MessageSyntax.fieldLines(bytes, from: lineEnd + 2, to: end - 2, expected: lines - 1)
+            let framing = try MessageSyntax.framing(bytes, fields)
+            if framing.hasTransferEncoding {
+                // RFC 9112 section 6.1: Content-Length beside Transfer-Encoding, or Transfer-Encoding
+                // in HTTP/1.0, is faulty framing; a proxy must not pass either on as it came.
+                if framing.contentLength != nil {
+                    throw Malformed(problem: "both Content-Length and Transfer-Encoding")
+                }
+                if status.minor == 0 { throw Malformed(problem: "Transfer-Encoding in an HTTP/1.0 response") }
+                if framing.chunkedCount > (framing.lastIsChunked ? 1 : 0) {
+                    throw Malformed(problem: "chunked applied more than once, or not last")
+                }
             }
-            let line = start..<index
-            index += 2
-            start = index
-            guard status != nil else {
-                let parsed = try parseStatusLine(UnsafeRawBufferPointer(rebasing: head[line]))
-                status = (parsed.minor, parsed.code, line)
-                continue
-            }
-            guard let colon = head[line].firstIndex(of: UInt8(ascii: ":")), colon > line.lowerBound,
-                  head[line.lowerBound] != 0x20, head[line.lowerBound] != 0x09 else {
-                throw Malformed(problem: "malformed header line")
-            }
-            fields.append(HeaderField(head, line: line, colon: colon))
+            let reason = min(lineEnd, 13)..<lineEnd
+            return ResponseHead(bytes: Array(bytes[..<end]), minorVersion: status.minor, status: status.code,
+                                reason: reason, fields: fields, framing: framing)
+        } catch let error as Malformed {
+            throw error
+        } catch let violation as MessageSyntax.Violation {
+            throw Malformed(problem: violation.problem)
+        } catch {
+            throw Malformed(problem: "\(error)")
         }
-        guard let status else { throw Malformed(problem: "malformed status line") }
-        let reason = min(status.line.upperBound, 13)..<status.line.upperBound
-        return ResponseHead(bytes: Array(bytes[..<end]), minorVersion: status.minor, status: status.code, reason: reason,
-                            fields: fields)
     }
 
-    /// `HTTP/1.x NNN reason`.
+    /// `HTTP/1.x NNN reason`; the reason phrase holds no controls but HTAB.
     private static func parseStatusLine(_ line: UnsafeRawBufferPointer) throws(Malformed) -> (minor: Int, code: Int) {
         let prefix = Array("HTTP/1.".utf8)
         guard line.count >= 12, line.prefix(7).elementsEqual(prefix), line[7] == 0x30 || line[7] == 0x31,
               line[8] == 0x20, line[9...11].allSatisfy({ (0x30...0x39).contains($0) }),
-              line.count == 12 || line[12] == 0x20 else {
+              line.count == 12 || line[12] == 0x20, line[9] != 0x30 else {
             throw Malformed(problem: "malformed status line")
+        }
+        guard line[12...].allSatisfy(MessageSyntax.isFieldValueByte) else {
+            throw Malformed(problem: "control character in the reason phrase")
         }
         let code = line[9...11].reduce(0) { $0 * 10 + Int($1 - 0x30) }
         return (line[7] == 0x31 ? 1 : 0, code)
     }
 
     private static let close = Array("close".utf8)
-    private static let chunkedCoding = Array("chunked".utf8)
 
     /// The origin will keep the connection after this response (HTTP/1.1 and no Connection: close).
     var originKeepsConnection: Bool {
@@ -80,23 +81,10 @@ struct ResponseHead {
     }
 
     /// The body is chunked: the last transfer coding is `chunked`.
-    var isChunked: Bool {
-        bytes.withUnsafeBytes { bytes in
-            var lastIsChunked = false
-            for field in fields where field.kind == .transferEncoding {
-                HeaderFields.forEachToken(bytes, in: field.value) { coding in
-                    lastIsChunked = HeaderFields.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: bytes[coding]),
-                                                                    lowercase: Self.chunkedCoding)
-                }
-            }
-            return lastIsChunked
-        }
-    }
+    var isChunked: Bool { framing.isChunked }
 
-    /// The first Content-Length, when it is a number.
-    var contentLength: Int? {
-        fields.first { $0.kind == .contentLength }.flatMap { Int(String(decoding: bytes[$0.value], as: UTF8.self)) }
-    }
+    /// The length every Content-Length element agrees on.
+    var contentLength: Int? { framing.contentLength }
 
     /// The head for the client: hop-by-hop fields removed, Via added, Connection set.
     func rewritten(keepAlive: Bool, clientMinorVersion: Int) -> [UInt8] {
@@ -107,8 +95,8 @@ struct ResponseHead {
         out.append(0x20)
         out.append(contentsOf: bytes[reason])
         out.append(contentsOf: "\r\n".utf8)
-        _ = bytes.withUnsafeBytes { bytes in
-            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, to: &out)
+        bytes.withUnsafeBytes { bytes in
+            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, contentLength: contentLength, to: &out)
         }
         out.append(contentsOf: HeaderFields.via(receivedMinorVersion: minorVersion))
         if !keepAlive {
