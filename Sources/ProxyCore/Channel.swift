@@ -66,6 +66,14 @@ final class Channel {
         SystemCall.close(fd)
     }
 
+    /// Closes with a reset instead of an orderly end (SO_LINGER 0): the peer sees an error, never
+    /// an end of stream it could take for a complete message.
+    func abort() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
     /// Marks the channel closed, tells the poller (taking the descriptor out of the epoll set only
     /// when `deregistering`) and drops the handlers; false when it was closed already.
     @discardableResult

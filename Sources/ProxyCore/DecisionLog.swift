@@ -21,9 +21,9 @@ struct LogRecord {
     var client: SocketAddress
     var method: String
     var decision: Decision?
-    /// For answers that are not ATS decisions (400, 502, client-not-allowed ...).
-    var action: String?
-    var reason: String?
+    /// Set by `ProxyConnection.enforce` (and a watched handshake's outcome); else the decision's.
+    var action: RecordAction?
+    var reason: Reason?
     var message: String?
     var enforced: Bool
     var status: Int?
@@ -40,10 +40,10 @@ struct LogRecord {
     var durationMilliseconds = 0.0
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
-    var loggedAction: String { action ?? decision?.action.rawValue ?? "allow" }
+    var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
 
     /// The reason code as logged, if any.
-    var loggedReason: String? { reason ?? decision?.reason?.rawValue }
+    var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields

@@ -14,19 +14,13 @@ struct LoopMetrics {
     /// TLS handshakes the proxy refused or could not complete, by reason.
     var handshakeFailures: [String: Int] = [:]
 
-    static let handshakeReasons: Set<String> = [
-        "tls-version", "cipher-suite", "sni-mismatch", "certificate-untrusted", "certificate-expired",
-        "certificate-hostname", "certificate-key-size", "certificate-signature-hash", "certificate-pin",
-        "certificate-transparency", "upstream-tls",
-    ]
-
     mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
         decisions[DecisionKey(action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown
-        if LoopMetrics.handshakeReasons.contains(reason) { handshakeFailures[reason, default: 0] += 1 }
+        if record.reason?.isHandshakeFailure == true { handshakeFailures[reason, default: 0] += 1 }
     }
 
     mutating func add(_ other: LoopMetrics) {

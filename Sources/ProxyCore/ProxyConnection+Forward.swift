@@ -11,34 +11,31 @@ extension ProxyConnection {
         case .success(let parsed):
             destination = parsed
         case .failure(let error):
-            return answer(status: 400, reason: "bad-request", message: "request target \(error.description)", keepAlive: false)
+            return respond(.answer(status: 400, .badRequest, message: "request target \(error.description)"))
         }
         guard destination.scheme == .http else {
-            return answer(status: 400, reason: "bad-request",
-                          message: "absolute-form https:// requests are not proxied; use CONNECT", keepAlive: false)
+            return respond(.answer(status: 400, .badRequest,
+                                   message: "absolute-form https:// requests are not proxied; use CONNECT"))
         }
         if head.cameThroughThisProxy || isSelf(destination) {
-            return answer(status: 508, reason: "loop-detected", message: "the request would loop through this proxy",
-                          keepAlive: false)
+            return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = context.configuration.engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let enforced = context.configuration.mode == .enforce
+        let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody, then: { [self] in nextRequest() })
         switch decision.action {
-        case .block where enforced:
-            return answer(status: 403, headers: atsHeaders("block", decision.reason?.rawValue),
-                          reason: nil, message: nil, body: decision.message + "\n",
-                          keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
+        case .block:
+            // A nil message: the decision's own, formatted when the record is written.
+            guard enforce(.block(Reason(decision.reason ?? .cleartextHTTP), message: nil), answered) else { return }
         case .upgrade where enforced && decision.upgradeVia == .upgrade:
             return upgrade(head, destination: destination, decision: decision)
         case .upgrade where enforced && decision.upgradeVia == .redirect:
             let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
                 + head.originForm
-            return answer(status: 308, headers: atsHeaders("upgrade", nil) + [("Location", location)],
-                          reason: nil, message: nil, body: "redirected to \(location)\n",
-                          keepAlive: head.keepAlive && !hasBody) { [self] in nextRequest() }
+            return respond(.redirect(location: location), answered)
         default:
             break
         }
@@ -65,6 +62,10 @@ extension ProxyConnection {
         /// The origin connection can go back to the pool after this response.
         var reusable = false
         var upstreamEnded = false
+        /// The origin closed before the body's framing said it would end.
+        var truncated = false
+        /// Some of the response has reached the client: a failure can no longer become a 502.
+        var answered = false
         var upstreamPaused = false
         var bytesUp = 0
         var bytesDown = 0
@@ -75,8 +76,7 @@ extension ProxyConnection {
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
         state = .relaying
-        let rewritten = head.upstreamHead(
-            hostIfMissing: hostForURL(destination) + portSuffix(destination.port, default: 80))
+        let rewritten = head.upstreamHead(authority: hostForURL(destination) + portSuffix(destination.port, default: 80))
         exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
                             bytesUp: rewritten.count)
         if !takeRequestBody(from: &inbound) { return }
@@ -102,8 +102,16 @@ extension ProxyConnection {
         do {
             taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
         } catch {
+            // Part of the request may have reached the origin: that connection is never reused,
+            // and nothing the client sent after the bad chunk goes anywhere.
             exchange = nil
-            answer(status: 400, reason: "bad-request", message: "malformed chunked request body", keepAlive: false)
+            upstreamTLS = nil
+            upstream?.close()
+            upstream = nil
+            let verdict = Verdict.answer(status: 400, .badRequest, message: "malformed chunked request body: \(error)")
+            // Once the response has begun to reach the client, it can only be reset.
+            if current.answered { client.abort() }
+            enforce(verdict, current.answered ? .cut : .close)
             return false
         }
         current.toUpstream += bytes[..<taken]
@@ -185,16 +193,25 @@ extension ProxyConnection {
                 exchange = current
                 return
             case .success(let head?):
-                if (100..<200).contains(head.status), head.status != 101 {
-                    current.toClient += current.fromUpstream[..<head.length]
+                if head.status == 101 {
+                    // The proxy never forwards Upgrade, so an origin has nothing to switch to.
+                    exchange = current
+                    return exchangeFailed("the origin switched protocols (101) though no upgrade was asked for")
+                }
+                if (100..<200).contains(head.status) {
+                    // Interim responses (several may come) pass on rewritten; an HTTP/1.0 client
+                    // gets none (RFC 9110 section 15.2).
+                    if current.request.minorVersion >= 1 {
+                        current.toClient += head.rewritten(keepAlive: true, clientMinorVersion: 1)
+                    }
                     current.fromUpstream.removeFirst(head.length)
                     continue
                 }
                 current.responseBody = MessageBody(response: head, requestMethod: current.request.method)
                 let framed: Bool
                 if case .untilClose = current.responseBody { framed = false } else { framed = true }
-                current.keepClient = current.request.keepAlive && framed && head.status != 101
-                current.reusable = framed && head.originKeepsConnection && head.status != 101
+                current.keepClient = current.request.keepAlive && framed
+                current.reusable = framed && head.originKeepsConnection
                 current.toClient += head.rewritten(keepAlive: current.keepClient,
                                                    clientMinorVersion: current.request.minorVersion)
                 current.fromUpstream.removeFirst(head.length)
@@ -211,16 +228,20 @@ extension ProxyConnection {
             }
         } catch {
             exchange = current
-            return exchangeFailed("malformed chunked response from the origin")
+            return exchangeFailed("malformed chunked response from the origin: \(error)")
         }
         if taken < current.fromUpstream.count { current.reusable = false }
         current.bytesDown += taken
         current.toClient += current.fromUpstream[..<taken]
         current.fromUpstream.removeAll(keepingCapacity: true)
         if current.upstreamEnded, !current.responseBody.isComplete {
-            // Cut short, or a body that runs to EOF: the client cannot tell where it ends otherwise.
-            if case .untilClose = current.responseBody {} else { current.keepClient = false }
             current.reusable = false
+            if case .untilClose = current.responseBody {} else {
+                // Cut short: what reached the client is passed on, then its connection is reset so
+                // it cannot take the partial body for a whole one.
+                current.keepClient = false
+                current.truncated = true
+            }
         }
         exchange = current
         if !current.toClient.isEmpty || current.upstreamEnded || current.responseBody.isComplete { exchangeWriteClient() }
@@ -236,6 +257,7 @@ extension ProxyConnection {
                 return finish()
             }
             current.toClient.removeFirst(n)
+            current.answered = true
         }
         client.wantWrite(false)
         exchange = current
@@ -253,6 +275,14 @@ extension ProxyConnection {
         record.bytesUp = current.bytesUp
         record.bytesDown = current.bytesDown
         exchange = nil
+        if current.truncated {
+            record.action = .error
+            record.reason = .upstreamTruncated
+            record.message = "the origin closed the connection before the end of the response body"
+            log()
+            client.abort()
+            return close()
+        }
         log()
         if current.reusable, !current.upstreamEnded, current.body.isComplete, upstreamTLS == nil, let upstream,
            let upstreamAddress {
@@ -273,9 +303,10 @@ extension ProxyConnection {
         }
     }
 
-    /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else cut.
+    /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else the client
+    /// is reset (what it has is not a whole response).
     func exchangeFailed(_ message: String) {
-        let started = exchange?.response != nil
+        let started = exchange?.answered == true
         let failed = exchange
         exchange = nil
         upstreamTLS = nil
@@ -288,12 +319,8 @@ extension ProxyConnection {
                 startExchange(failed.request, destination: failed.destination)
             }
         }
-        if started {
-            record.message = message
-            return finish()
-        }
-        answer(status: 502, headers: [("X-ATS-Reason", "upstream-protocol")], reason: "upstream-protocol",
-               message: message, keepAlive: false, action: "error")
+        if started { client.abort() }
+        enforce(.fail(.upstreamProtocol, status: 502, message: message), started ? .cut : .close)
     }
 
     func nextRequest() {

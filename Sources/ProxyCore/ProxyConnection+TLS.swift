@@ -44,8 +44,13 @@ extension ProxyConnection {
         upstream?.onWritable { [self] in inspectionFlush() }
         upstream?.wantRead(true)
         arm(after: context.configuration.handshakeTimeout) { [self] in
-            record.message = "the TLS handshake did not complete in \(Int(context.configuration.handshakeTimeout)) s"
-            finish()
+            // Whoever owes the next flight is the one who was slow.
+            let waitingForOrigin = inspection?.clientHello != nil && inspection?.serverHello == nil
+            let timeout = Int(context.configuration.handshakeTimeout)
+            enforce(waitingForOrigin
+                        ? .fail(.upstreamTimeout, status: 504, message: "the origin did not answer the TLS handshake in \(timeout) s")
+                        : .answer(status: 408, .clientTimeout, message: "the TLS handshake did not complete in \(timeout) s"),
+                    .cut)
         }
         let first = inbound
         inbound = []
@@ -70,12 +75,13 @@ extension ProxyConnection {
             do {
                 messages = try current.client.feed(bytes)
             } catch {
-                refuseHandshake(reason: "bad-request", message: "not a TLS handshake: \(error)", alert: .decodeError)
+                refuseHandshake(.answer(status: 400, .badRequest, message: "not a TLS handshake: \(error)"), alert: .decodeError)
                 return
             }
             if let first = messages.first {
                 guard first.type == .clientHello, let hello = try? ClientHello(first) else {
-                    refuseHandshake(reason: "bad-request", message: "the first handshake message is not a valid ClientHello",
+                    refuseHandshake(.answer(status: 400, .badRequest,
+                                            message: "the first handshake message is not a valid ClientHello"),
                                     alert: .decodeError)
                     return
                 }
@@ -83,8 +89,7 @@ extension ProxyConnection {
                 record.sni = hello.serverName
                 if let problem = sniMismatch(hello.serverName, current.destination) {
                     if context.configuration.sniMismatch == .block {
-                        if refuseHandshake(reason: BlockReason.sniMismatch.rawValue, message: problem,
-                                           alert: .insufficientSecurity, decided: true) { return }
+                        if refuseHandshake(.block(.sniMismatch, message: problem), alert: .insufficientSecurity) { return }
                     } else {
                         record.message = problem
                     }
@@ -92,7 +97,8 @@ extension ProxyConnection {
             } else {
                 // Not a whole ClientHello yet: nothing goes to the origin before its SNI is checked.
                 if current.toUpstream.count > Self.inspectionHoldLimit {
-                    refuseHandshake(reason: "bad-request", message: "ClientHello larger than 256 KiB", alert: .decodeError)
+                    refuseHandshake(.answer(status: 400, .badRequest, message: "ClientHello larger than 256 KiB"),
+                                    alert: .decodeError)
                 }
                 return
             }
@@ -141,16 +147,16 @@ extension ProxyConnection {
         do {
             messages = try current.server.feed(fresh)
         } catch {
-            refuseHandshake(reason: "upstream-protocol", message: "the origin's answer is not TLS: \(error)",
-                            alert: .handshakeFailure, action: "error")
+            refuseHandshake(.fail(.upstreamProtocol, status: 502, message: "the origin's answer is not TLS: \(error)"),
+                            alert: .handshakeFailure)
             return
         }
         for message in messages {
             guard inspection != nil else { return }
             if message.type == .serverHello {
                 guard let hello = try? ServerHello(message) else {
-                    refuseHandshake(reason: "upstream-protocol", message: "the origin sent a malformed ServerHello",
-                                    alert: .handshakeFailure, action: "error")
+                    refuseHandshake(.fail(.upstreamProtocol, status: 502, message: "the origin sent a malformed ServerHello"),
+                                    alert: .handshakeFailure)
                     return
                 }
                 if serverHelloArrived(hello) { return }
@@ -166,8 +172,11 @@ extension ProxyConnection {
         guard let after = inspection else { return }
         if after.server.sawNonHandshakeRecord != nil, !after.waitingForJudgement, !after.released {
             if let alert = after.server.alert {
-                // The origin refused the handshake itself: not an ATS decision; the client hears it.
-                record.message = "the origin ended the handshake: \(alert.summary)"
+                // The origin refused the handshake itself: not an ATS decision, but no allow either.
+                // The client hears the alert itself (released); the record names it.
+                record.action = .error
+                record.reason = .serverAlert
+                record.message = "the origin refused the TLS handshake with a fatal alert: \(alert.summary)"
                 after.released = true
                 return release()
             }
@@ -194,8 +203,7 @@ extension ProxyConnection {
                                                               versionName: TLSProtocolVersion.name(for: version),
                                                               suiteName: CipherSuite.name(for: hello.cipherSuite)) {
             let alert: AlertDescription = violation.reason == .tlsVersion ? .protocolVersion : .insufficientSecurity
-            if refuseHandshake(reason: violation.reason.rawValue, message: violation.message, alert: alert,
-                               decided: true) { return true }
+            if refuseHandshake(.block(Reason(violation.reason), message: violation.message), alert: alert) { return true }
         }
         if hello.isHelloRetryRequest {
             // The client needs the HelloRetryRequest to send its second ClientHello: pass the held
@@ -296,7 +304,8 @@ extension ProxyConnection {
         record.certificate = judgement.certificate
         record.toleratedFindings = judgement.tolerated
         if let blocking = judgement.blocking,
-           refuseHandshake(reason: blocking.reason, message: blocking.message, alert: blocking.alert, decided: true) {
+           refuseHandshake(.block(Reason(rawValue: blocking.reason) ?? .upstreamTLS, message: blocking.message),
+                           alert: blocking.alert) {
             return
         }
         if let note = judgement.note, record.message == nil { record.message = note }
@@ -318,25 +327,20 @@ extension ProxyConnection {
         startRelay(prefix: up, downPrefix: down)
     }
 
-    /// Sends the client a fatal alert, closes both sides, logs the reason. In report mode an ATS
-    /// refusal (`decided`) is only recorded (enforced=false) and false is returned: the handshake goes on.
+    /// Applies a refusal during the handshake: a fatal alert to the client (mid-relay, after a
+    /// parallel verdict, the stream is encrypted and an alert would be noise: just cut), both sides
+    /// closed, the record. In report mode an ATS block is only recorded and false is returned: the
+    /// handshake goes on.
     @discardableResult
-    func refuseHandshake(reason: String, message: String, alert: AlertDescription, action: String = "block",
-                         decided: Bool = false) -> Bool {
-        record.action = action
-        record.reason = reason
-        record.message = message
-        if decided, action == "block", context.configuration.mode == .report {
+    func refuseHandshake(_ verdict: Verdict, alert: AlertDescription) -> Bool {
+        let version = inspection?.server.firstRecordVersion ?? inspection?.client.firstRecordVersion ?? 0x0303
+        let delivery: Delivery = state == .inspecting ? .alert(alert, recordVersion: version) : .cut
+        let refused = inspection
+        inspection = nil
+        guard !enforce(verdict, delivery) else {
+            inspection = refused
             return false
         }
-        let version = inspection?.server.firstRecordVersion ?? inspection?.client.firstRecordVersion ?? 0x0303
-        inspection = nil
-        // Mid-relay (a parallel verdict) the stream is encrypted: an alert would be noise; just cut.
-        if state == .inspecting {
-            let bytes = TLSAlert.fatal(alert, recordVersion: version)
-            _ = bytes.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
-        }
-        finish()
         return true
     }
 

@@ -10,24 +10,23 @@ extension ProxyConnection {
         do {
             destination = try Destination.parse(authority: head.target, scheme: .https, portRequired: true)
         } catch {
-            return answer(status: 400, reason: "bad-request", message: "CONNECT target \(error.description)", keepAlive: false)
+            return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
         }
         let context = self.context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = self.context.configuration.engine.decide(destination, context: context)
         record.decision = decision
         guard self.context.configuration.connectPorts.contains(destination.port) else {
-            return answer(status: 403, headers: atsHeaders("block", BlockReason.portNotAllowed.rawValue),
-                          reason: BlockReason.portNotAllowed.rawValue,
-                          message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)",
-                          keepAlive: false, action: "block")
+            return respond(.block(.portNotAllowed,
+                                  message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
         openUpstream(destination) { [self] in
-            answer(status: 200, reason: nil, message: nil, keepAlive: true) { [self] in
+            establishTunnel { [self] in
                 state = .inspecting
                 client.onReadable { [self] in inspectTunnel(destination: destination, context: context) }
                 client.wantRead(true)
                 arm(after: self.context.configuration.headTimeout) { [self] in
-                    record.action = "close"
+                    record.action = .error
+                    record.reason = .clientTimeout
                     record.message = "no bytes from the client after CONNECT"
                     finish()
                 }
@@ -53,11 +52,9 @@ extension ProxyConnection {
             let decision = self.context.configuration.engine.decide(cleartext, context: loadContext)
             record.decision = decision
             if !decision.requirements.cleartextAllowed {
-                record.action = "block"
-                record.reason = BlockReason.cleartextInTunnel.rawValue
-                record.message = "cleartext in a CONNECT tunnel to \(destination.host): "
+                let message = "cleartext in a CONNECT tunnel to \(destination.host): "
                     + decision.message.replacing("cleartext HTTP to \(destination.host) is not allowed: ", with: "")
-                if self.context.configuration.mode == .enforce { return finish() }
+                guard enforce(.block(.cleartextInTunnel, message: message), .cut) else { return }
             }
         }
         startRelay(prefix: inbound)

@@ -90,8 +90,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
-        answer(status: status, headers: atsHeaders("error", reason), reason: reason, message: message, keepAlive: false,
-               action: "error")
+        enforce(.fail(Reason(rawValue: reason) ?? .upstreamTLS, status: status, message: message))
     }
 
     // MARK: upstream I/O, plain or TLS

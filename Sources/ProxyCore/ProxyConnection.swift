@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import Glibc
 import TLSClient
+import TLSWire
 
 /// One client connection, confined to one serial queue of the event loop. The data flow: request
 /// head (here) -> destination -> decision -> action: a tunnel (ProxyConnection+Tunnel.swift), a
@@ -69,17 +70,15 @@ final class ProxyConnection {
         client.onWritable { [self] in flushAnswer() }
         client.wantRead(true)
         arm(after: context.configuration.headTimeout) { [self] in
-            answer(status: 408, reason: "request-timeout", message: "no complete request head in time", keepAlive: false)
+            enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
         }
     }
 
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
         client.onWritable { [self] in flushAnswer() }
-        answer(status: 403, headers: atsHeaders("block", BlockReason.clientNotAllowed.rawValue),
-               reason: BlockReason.clientNotAllowed.rawValue,
-               message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)",
-               keepAlive: false, action: "block")
+        enforce(.block(.clientNotAllowed,
+                       message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"))
     }
 
     // MARK: request head
@@ -96,7 +95,7 @@ final class ProxyConnection {
         let head: RequestHead
         switch result {
         case .failure(let error):
-            return answer(status: error.status, reason: "bad-request", message: error.problem, keepAlive: false)
+            return respond(.answer(status: error.status, .badRequest, message: error.problem))
         case .success(nil):
             if outcome == .ended { return close() } // half a head, and no more coming
             return
@@ -139,16 +138,15 @@ final class ProxyConnection {
         }
         let target = head.target
         if target.hasPrefix("/") {
-            return answer(status: 400, reason: "not-a-proxy-request",
-                          message: "request addressed to the proxy itself", body: ProxyResponse.usagePage,
-                          keepAlive: false)
+            return respond(.answer(status: 400, .notAProxyRequest, message: "request addressed to the proxy itself",
+                                   body: ProxyResponse.usagePage))
         }
         if (try? Destination.parse(authority: target, scheme: .https, portRequired: true)) != nil {
-            return answer(status: 405, headers: [("Allow", "CONNECT")], reason: "method-not-allowed",
-                          message: "\(head.method) with an authority-form target; only CONNECT takes one",
-                          keepAlive: false)
+            return respond(.answer(status: 405, .methodNotAllowed,
+                                   message: "\(head.method) with an authority-form target; only CONNECT takes one",
+                                   headers: [("Allow", "CONNECT")]))
         }
-        answer(status: 400, reason: "bad-request", message: "unsupported request target", keepAlive: false)
+        enforce(.answer(status: 400, .badRequest, message: "unsupported request target"))
     }
 
     // MARK: upstream
@@ -164,16 +162,14 @@ final class ProxyConnection {
         arm(after: context.configuration.connectTimeout) { [self] in
             upstream?.close()
             upstream = nil
-            answer(status: 504, headers: [("X-ATS-Reason", "upstream-timeout")], reason: "upstream-timeout",
-                   message: "connecting to \(destination.host):\(destination.port) timed out", keepAlive: false,
-                   action: "error")
+            enforce(.fail(.upstreamTimeout, status: 504,
+                          message: "connecting to \(destination.host):\(destination.port) timed out"))
         }
         context.resolver.resolve(destination.host, on: loop) { [self] result in
             guard state == .connecting else { return }
             switch result {
             case .failure(let error):
-                answer(status: 502, headers: [("X-ATS-Reason", "upstream-dns")], reason: "upstream-dns",
-                       message: error.message, keepAlive: false, action: "error")
+                enforce(.fail(.upstreamDNS, status: 502, message: error.message))
             case .success(let addresses):
                 let candidates = addresses.map { SocketAddress(ip: $0, port: destination.port) }
                 if pooled {
@@ -198,8 +194,7 @@ final class ProxyConnection {
         guard state == .connecting else { return }
         guard let address = addresses.first else {
             let detail = lastError.map { $0.description } ?? "no address"
-            return answer(status: 502, headers: [("X-ATS-Reason", "upstream-refused")], reason: "upstream-refused",
-                          message: "cannot connect: \(detail)", keepAlive: false, action: "error")
+            return respond(.fail(.upstreamRefused, status: 502, message: "cannot connect: \(detail)"))
         }
         let fd: Int32
         do {
@@ -236,30 +231,59 @@ final class ProxyConnection {
 
     // MARK: answers and the end
 
-    func atsHeaders(_ action: String, _ reason: String?) -> [(String, String)] {
-        [("X-ATS-Action", action)] + (reason.map { [("X-ATS-Reason", $0)] } ?? [])
+    /// The one place a verdict is applied. It honours --mode (an ATS block in report mode is only
+    /// recorded, enforced=false, and the request proceeds), fills the record, answers the client as
+    /// `delivery` says, and logs, which counts the metric. Returns true when the request proceeds.
+    @discardableResult
+    func enforce(_ verdict: Verdict, _ delivery: Delivery = .close) -> Bool {
+        switch verdict {
+        case .allow:
+            return true
+        case .block(let reason, let message):
+            record.action = .block
+            record.reason = reason
+            if let message { record.message = message }
+            if context.configuration.mode == .report, !reason.enforcedInReportMode { return true }
+        case .redirect:
+            record.action = .upgrade
+        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message):
+            record.action = .error
+            record.reason = reason
+            record.message = message
+        }
+        switch delivery {
+        case .http(let keepAlive, let next):
+            record.status = verdict.status
+            log()
+            client.wantRead(false)
+            send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive),
+                 keepAlive: keepAlive, then: next)
+        case .alert(let alert, let version):
+            let bytes = TLSAlert.fatal(alert, recordVersion: version)
+            _ = bytes.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
+            finish()
+        case .cut:
+            finish()
+        }
+        return false
     }
 
-    /// Sends a response of the proxy's own; logs it unless it is the 200 of a CONNECT.
-    func answer(status: Int, headers: [(String, String)] = [], reason: String?, message: String?,
-                        body: String? = nil, keepAlive: Bool, action: String? = nil,
-                        then next: (() -> Void)? = nil) {
+    /// `enforce` for a verdict that ends the request whatever the mode (an answer, a failure, an
+    /// access rule), where the caller returns right after.
+    func respond(_ verdict: Verdict, _ delivery: Delivery = .close) {
+        enforce(verdict, delivery)
+    }
+
+    /// The 200 that opens a CONNECT tunnel (not a record of its own: the tunnel's record follows).
+    func establishTunnel(then next: @escaping () -> Void) {
+        send(Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8), keepAlive: true, then: next)
+    }
+
+    /// Queues an answer's bytes and flushes them; then `next` (keep-alive) or close.
+    private func send(_ bytes: [UInt8], keepAlive: Bool, then next: (() -> Void)?) {
         state = .answering
         disarm()
-        if status != 200 { client.wantRead(false) }
-        if status != 200 || body != nil {
-            let text = body ?? (message.map { $0 + "\n" } ?? "")
-            outbound += ProxyResponse.render(status: status, headers: headers, body: text, keepAlive: keepAlive)
-        } else {
-            outbound += Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8)
-        }
-        if status != 200 {
-            record.status = status
-            if let action { record.action = action }
-            if let reason { record.reason = reason }
-            if let message { record.message = message }
-            log()
-        }
+        outbound += bytes
         afterAnswer = keepAlive ? (next ?? { [self] in close() }) : { [self] in close() }
         flushAnswer()
     }
@@ -283,8 +307,7 @@ final class ProxyConnection {
     func log() {
         record.durationMilliseconds = (now() - started) * 1000
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
-        record.enforced = context.configuration.mode == .enforce
-            || record.reason == BlockReason.clientNotAllowed.rawValue || record.reason == BlockReason.portNotAllowed.rawValue
+        record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
             record.message = loop.decisionMessages.message(for: decision, generation: context.generation)
         }
@@ -346,8 +369,8 @@ final class ProxyConnection {
             record.message = (record.message.map { $0 + "; " } ?? "") + "cut: the daemon stopped"
             finish()
         default:
-            record.action = record.action ?? "error"
-            record.reason = record.reason ?? "shutdown"
+            record.action = record.action ?? .error
+            record.reason = record.reason ?? .shutdown
             record.message = "the daemon stopped before the connection finished"
             log()
             close()

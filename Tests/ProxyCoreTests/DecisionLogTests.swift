@@ -32,7 +32,7 @@ import Testing
         plain.bytesUp = 123
         plain.bytesDown = 1 << 40
         plain.durationMilliseconds = 12.000_4
-        var proxyAnswer = LogRecord(time: 0.999, client: v6, method: "-", action: "error", reason: "bad-request",
+        var proxyAnswer = LogRecord(time: 0.999, client: v6, method: "-", action: .error, reason: .badRequest,
                                     message: "quote \" backslash \\ newline \n tab \t bell \u{7} é ☃", enforced: false)
         proxyAnswer.status = 400
         proxyAnswer.durationMilliseconds = 0.000_4

@@ -1,0 +1,118 @@
+import ATSPolicy
+import TLSWire
+
+/// Every reason code a record, a metric or an `X-ATS-Reason` header carries: the ATS decisions'
+/// (one case per `BlockReason`) and the proxy's own. One enum, so that no reason is a loose string.
+enum Reason: String, CaseIterable, Sendable {
+    // ATS and the proxy's access rules (ATSPolicy.BlockReason).
+    case cleartextHTTP = "cleartext-http"
+    case cleartextInTunnel = "cleartext-in-tunnel"
+    case tlsVersion = "tls-version"
+    case cipherSuite = "cipher-suite"
+    case sniMismatch = "sni-mismatch"
+    case certificateUntrusted = "certificate-untrusted"
+    case certificateExpired = "certificate-expired"
+    case certificateHostname = "certificate-hostname"
+    case certificateKeySize = "certificate-key-size"
+    case certificateSignatureHash = "certificate-signature-hash"
+    case certificatePin = "certificate-pin"
+    case certificateTransparency = "certificate-transparency"
+    case clientNotAllowed = "client-not-allowed"
+    case portNotAllowed = "port-not-allowed"
+    case authRequired = "auth-required"
+    // The client's request could not be served as sent.
+    case badRequest = "bad-request"
+    case requestTimeout = "request-timeout"
+    case notAProxyRequest = "not-a-proxy-request"
+    case methodNotAllowed = "method-not-allowed"
+    case loopDetected = "loop-detected"
+    /// A tunnel's client sent nothing, or did not finish its TLS handshake, in time.
+    case clientTimeout = "client-timeout"
+    case shutdown = "shutdown"
+    // The origin failed.
+    case upstreamDNS = "upstream-dns"
+    case upstreamRefused = "upstream-refused"
+    case upstreamTimeout = "upstream-timeout"
+    case upstreamProtocol = "upstream-protocol"
+    case upstreamTLS = "upstream-tls"
+    case upstreamTruncated = "upstream-truncated"
+    /// The origin refused the client's TLS handshake with a fatal alert (named in the message).
+    case serverAlert = "server-alert"
+
+    init(_ reason: BlockReason) {
+        // Every BlockReason has a case here (a test walks them all).
+        self = Reason(rawValue: reason.rawValue) ?? .badRequest
+    }
+
+    /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
+    var enforcedInReportMode: Bool {
+        switch self {
+        case .clientNotAllowed, .portNotAllowed, .authRequired: true
+        default: false
+        }
+    }
+
+    /// Reasons of a TLS handshake the proxy refused or could not complete (the `/metrics` family).
+    var isHandshakeFailure: Bool {
+        switch self {
+        case .tlsVersion, .cipherSuite, .sniMismatch, .certificateUntrusted, .certificateExpired, .certificateHostname,
+             .certificateKeySize, .certificateSignatureHash, .certificatePin, .certificateTransparency, .upstreamTLS,
+             .serverAlert:
+            true
+        default:
+            false
+        }
+    }
+}
+
+/// The action a record logs (INTERFACE.md): exactly these four.
+enum RecordAction: String, Sendable {
+    case allow
+    case block
+    case upgrade
+    case error
+}
+
+/// What the proxy does with a request, decided once and applied in one place
+/// (`ProxyConnection.enforce`), the way goproxy's CONNECT handler is one switch.
+enum Verdict {
+    /// Proceed: tunnel or forward.
+    case allow
+    /// Refused by ATS or an access rule. A nil message is the decision's own (formatted lazily).
+    case block(Reason, message: String?)
+    /// A redirect to the https URL (`--cleartext redirect`).
+    case redirect(location: String)
+    /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
+    case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
+    /// The origin failed (502 or 504).
+    case fail(Reason, status: Int, message: String)
+
+    /// The HTTP status the client gets when the verdict is answered over HTTP.
+    var status: Int {
+        switch self {
+        case .allow: 200
+        case .block: 403
+        case .redirect: 308
+        case .answer(let status, _, _, _, _), .fail(_, let status, _): status
+        }
+    }
+
+    var action: RecordAction {
+        switch self {
+        case .allow: .allow
+        case .block: .block
+        case .redirect: .upgrade
+        case .answer, .fail: .error
+        }
+    }
+}
+
+/// How a verdict reaches the client: an HTTP answer, a TLS fatal alert in a watched handshake, or
+/// (mid-relay, where the stream is encrypted) a cut.
+enum Delivery {
+    case http(keepAlive: Bool, then: (() -> Void)?)
+    case alert(AlertDescription, recordVersion: UInt16)
+    case cut
+
+    static let close = Delivery.http(keepAlive: false, then: nil)
+}

@@ -1,0 +1,234 @@
+import Foundation
+import Glibc
+import Testing
+
+/// The strict HTTP/1.1 layer through the running daemon: a raw-socket client sends what a hostile
+/// client would, a raw-socket origin answers what a hostile origin would, and the tests assert the
+/// bytes each side gets, the decision record, and that the daemon keeps serving.
+@Suite(.serialized) struct HostileHTTPTests {
+    static let ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    /// The daemon still forwards an ordinary request after what a test sent it.
+    private func stillServes(_ daemon: Daemon, _ origin: RawOrigin) throws {
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/after HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "after: \(reply)")
+    }
+
+    // MARK: hostile clients
+
+    /// Each is refused with its status and the connection closed; nothing of it, nor the request
+    /// pipelined behind it, reaches the origin.
+    @Test(arguments: [
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, identity\r\n\r\n", 400),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello", 400),
+        ("POST /p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding : chunked\r\n\r\n0\r\n\r\n", 400),
+        ("GET /p HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n folded: 2\r\n\r\n", 400),
+        ("GET /p HTTP/1.1\r\nHost: x\r\nX-A: 1\nX-B: 2\r\n\r\n", 400),
+        ("GET /p HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n", 400),
+        ("GET /p#frag HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+        ("GET /p HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    ])
+    func hostileRequestsAreRefusedAndNothingReachesTheOrigin(request: String, status: Int) throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        let target = "http://127.0.0.1:\(origin.port)"
+        let smuggled = "GET \(target)/smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+        client.send(request.replacingOccurrences(of: " /p", with: " \(target)/p") + smuggled)
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 \(status) "), "reply: \(reply)")
+        #expect(reply.contains("\r\nConnection: close\r\n"))
+        #expect(!reply.contains("HTTP/1.1 200"), "the pipelined request was not served: \(reply)")
+        try stillServes(daemon, origin)
+        #expect(origin.received.count == 1, "only the follow-up request reached the origin: \(origin.received)")
+        #expect(origin.received.allSatisfy { !$0.contains("/smuggled") && !$0.contains("/p ") })
+        let (_, records) = try daemon.stop(expected: 2)
+        let refused = try #require(records.first { $0["status"] as? Int == status })
+        #expect(refused["action"] as? String == "error")
+        #expect(refused["reason"] as? String == "bad-request")
+    }
+
+    /// `Connection: Content-Length` once stripped the framing on the way to the origin, which then
+    /// read the body as the next request on a pooled connection: request smuggling.
+    @Test func aConnectionTokenNamingContentLengthKeepsTheFraming() throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        let body = "GET /smuggled HTTP/1.1\r\nX: y"
+        client.send("POST http://127.0.0.1:\(origin.port)/p HTTP/1.1\r\nHost: evil.example\r\n"
+                    + "Connection: Content-Length, close\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "reply: \(reply)")
+        let received = try #require(origin.received.first)
+        // The client's Host is replaced by the target's authority (RFC 9112 section 3.2.2).
+        #expect(received.hasPrefix("POST /p HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n"), "origin got: \(received)")
+        #expect(received.contains("\r\nContent-Length: \(body.utf8.count)\r\n"), "origin got: \(received)")
+        #expect(received.hasSuffix("\r\n\r\n" + body))
+        _ = try daemon.stop()
+    }
+
+    /// A malformed chunk line mid-body: the client gets 400, the origin connection that had the start
+    /// of the body is closed, never pooled, and the rest of the client's bytes go nowhere.
+    @Test func aMalformedChunkMidBodyEndsTheExchange() throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("POST http://127.0.0.1:\(origin.port)/p HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "5\r\nhello\r\n1 2\r\nx\r\n0\r\n\r\nGET http://127.0.0.1:\(origin.port)/smuggled HTTP/1.1\r\n\r\n")
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 400 "), "reply: \(reply)")
+        try stillServes(daemon, origin)
+        #expect(origin.connections == 2, "the first origin connection was not reused")
+        #expect(!origin.received.joined().contains("/smuggled"))
+        #expect(!origin.received.joined().contains("1 2\r\n"))
+        _ = try daemon.stop(expected: 2)
+    }
+
+    /// A chunked request with a trailer field and chunk extensions completes, and one empty line
+    /// before a request line is ignored (RFC 9112 section 2.2).
+    @Test func trailersExtensionsAndALeadingEmptyLineWork() throws {
+        let origin = try Origin()
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("\r\nPOST http://127.0.0.1:\(origin.httpPort)/echo HTTP/1.1\r\nHost: x\r\n"
+                    + "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                    + "5;name=value\r\nhello\r\n0\r\nX-Checksum: 1\r\n\r\n")
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 200 "), "reply: \(reply)")
+        #expect(reply.hasSuffix("\r\n\r\nhello"))
+        _ = try daemon.stop()
+    }
+
+    @Test func connectWithContentIsRefused() throws {
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("CONNECT 127.0.0.1:443 HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello")
+        #expect(client.readAll().hasPrefix("HTTP/1.1 400 "))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "error")
+    }
+
+    // MARK: hostile origins
+
+    /// Responses whose framing or fields are broken never reach the client as they came: 502.
+    @Test(arguments: [
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nContent-Length: +2\r\n\r\nok",
+        "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nX-A: 1\nSet-Cookie: injected=1\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 200 OK\r\nX-A: a\u{1}b\r\nContent-Length: 2\r\n\r\nok",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n",
+    ])
+    func brokenResponsesBecome502(response: String) throws {
+        let origin = try RawOrigin(always: response)
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = client.readAll()
+        if response.hasSuffix("zz\r\n"), reply.hasPrefix("HTTP/1.1 200 OK\r\n") {
+            // The head went out before the bad chunk line arrived: the client is reset mid-body.
+            #expect(!reply.contains("zz"))
+        } else {
+            #expect(reply.hasPrefix("HTTP/1.1 502 "), "reply: \(reply)")
+            #expect(reply.contains("X-ATS-Reason: upstream-protocol\r\n"))
+            #expect(!reply.contains("injected"))
+        }
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "error")
+        #expect(records.first?["reason"] as? String == "upstream-protocol")
+    }
+
+    /// Several 1xx in a row pass on, then the final response; bytes after a complete response are
+    /// discarded and that origin connection is not used again.
+    @Test func interimResponsesPassAndTrailingBytesAreDiscarded() throws {
+        let origin = try RawOrigin(always: "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n"
+                                   + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil")
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
+        client.send(request)
+        let first = client.read(until: "\r\n\r\nok")
+        #expect(first.hasPrefix("HTTP/1.1 100 Continue\r\nVia: 1.1 atsgate\r\n\r\nHTTP/1.1 102 Processing\r\n"), "\(first)")
+        #expect(first.hasSuffix("\r\n\r\nok"))
+        client.send(request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: close\r\n\r\n"))
+        let second = client.readAll()
+        #expect(!second.contains("evil"), "the stray response was not served: \(second)")
+        #expect(second.hasPrefix("HTTP/1.1 100 Continue\r\n"))
+        #expect(origin.connections == 2)
+        _ = try daemon.stop(expected: 2)
+    }
+
+    /// HEAD, 204 and 304 have no body whatever their Content-Length says; the client connection goes on.
+    @Test func responsesWithoutBodiesKeepTheConnection() throws {
+        let origin = try RawOrigin { n in
+            ["HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n", "HTTP/1.1 204 No Content\r\n\r\n",
+             "HTTP/1.1 304 Not Modified\r\nContent-Length: 50\r\n\r\n", Self.ok][min(n, 3)]
+        }
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        let target = "http://127.0.0.1:\(origin.port)/"
+        client.send("HEAD \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").contains("Content-Length: 100\r\n"))
+        client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 204 "))
+        client.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 304 "))
+        client.send("GET \(target) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(client.readAll().hasSuffix("\r\n\r\nok"))
+        let (_, records) = try daemon.stop(expected: 4)
+        #expect(records.map { $0["status"] as? Int } == [200, 204, 304, 200])
+    }
+
+    /// A body that runs until the origin closes reaches the client whole, with Connection: close.
+    @Test func aCloseDelimitedBodyIsPassedOnAndTheClientClosed() throws {
+        let origin = try RawOrigin(closeAfterReply: true, always: "HTTP/1.1 200 OK\r\n\r\nuntil the end")
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        let reply = client.readAll()
+        #expect(reply.contains("\r\nConnection: close\r\n"))
+        #expect(reply.hasSuffix("\r\n\r\nuntil the end"))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "allow")
+    }
+
+    /// A body cut short by the origin: the client gets what came, then a reset (never a clean end it
+    /// could take for the whole body), and the record says so.
+    @Test func aTruncatedBodyResetsTheClient() throws {
+        let origin = try RawOrigin(closeAfterReply: true, always: "HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+        let daemon = try Daemon([])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+        var data = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var lastResult = 0
+        var lastErrno: Int32 = 0
+        while true {
+            lastResult = recv(client.fd, &buffer, buffer.count, 0)
+            if lastResult <= 0 { lastErrno = errno; break }
+            data += buffer[..<lastResult]
+        }
+        #expect(String(decoding: data, as: UTF8.self).hasSuffix("\r\n\r\nshort"))
+        #expect(lastResult < 0 && lastErrno == ECONNRESET, "the connection was reset, not ended")
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "error")
+        #expect(records.first?["reason"] as? String == "upstream-truncated")
+    }
+
+    /// A request-head timeout is an error with its reason, not an allow.
+    @Test func aHeadTimeoutIsLoggedAsAnError() throws {
+        let daemon = try Daemon(["--head-timeout", "0.3"])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:1/ HTTP/1.1\r\n")
+        #expect(client.readAll().hasPrefix("HTTP/1.1 408 "))
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["action"] as? String == "error")
+        #expect(records.first?["reason"] as? String == "request-timeout")
+    }
+}

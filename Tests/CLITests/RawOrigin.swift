@@ -1,0 +1,120 @@
+import Foundation
+import Glibc
+
+/// A loopback origin that speaks raw bytes: it records everything each connection sends it and
+/// answers every request head it sees with scripted bytes (a hostile origin's response, exactly as
+/// written). Bounded: each connection reads with a 10 s timeout, and the origin stops with the test.
+final class RawOrigin: @unchecked Sendable {
+    let port: Int
+    private let listener: Int32
+    private let lock = NSLock()
+    private var connectionBytes: [[UInt8]] = []
+    private var stopped = false
+    private let reply: @Sendable (Int) -> [UInt8]
+    private let closeAfterReply: Bool
+
+    /// `reply(n)` answers the n-th request head (0-based, over all connections); `closeAfterReply`
+    /// closes the connection after each answer (a close-delimited or truncated body).
+    init(closeAfterReply: Bool = false, reply: @escaping @Sendable (Int) -> String) throws {
+        self.reply = { Array(reply($0).utf8) }
+        self.closeAfterReply = closeAfterReply
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound, listen(fd, 16) == 0 else {
+            Glibc.close(fd)
+            throw HarnessError("raw origin cannot listen")
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread.detachNewThread { [self] in acceptLoop() }
+    }
+
+    convenience init(closeAfterReply: Bool = false, always text: String) throws {
+        try self.init(closeAfterReply: closeAfterReply) { _ in text }
+    }
+
+    /// What each connection has sent so far, as text.
+    var received: [String] {
+        lock.withLock { connectionBytes.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    var connections: Int { lock.withLock { connectionBytes.count } }
+
+    func stop() {
+        lock.withLock { stopped = true }
+        shutdown(listener, Int32(SHUT_RDWR))
+        Glibc.close(listener)
+    }
+
+    deinit { stop() }
+
+    private var headsAnswered = 0
+
+    private func acceptLoop() {
+        while true {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 { return }
+            let index: Int? = lock.withLock {
+                if stopped { return nil }
+                connectionBytes.append([])
+                return connectionBytes.count - 1
+            }
+            guard let index else {
+                Glibc.close(fd)
+                return
+            }
+            Thread.detachNewThread { [self] in serve(fd, index) }
+        }
+    }
+
+    private func serve(_ fd: Int32, _ index: Int) {
+        defer { Glibc.close(fd) }
+        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        var seen: [UInt8] = []
+        var heads = 0
+        while true {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { return }
+            seen += buffer[..<n]
+            lock.withLock { connectionBytes[index] += buffer[..<n] }
+            let count = Self.headCount(seen)
+            while heads < count {
+                heads += 1
+                let number = lock.withLock { () -> Int in
+                    headsAnswered += 1
+                    return headsAnswered - 1
+                }
+                let answer = reply(number)
+                _ = answer.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if closeAfterReply { return }
+            }
+        }
+    }
+
+    /// Request heads in `bytes`: blank lines that end a head (a test's bodies hold none).
+    private static func headCount(_ bytes: [UInt8]) -> Int {
+        var count = 0
+        var index = 0
+        while index + 3 < bytes.count {
+            if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 3] == 0x0A {
+                count += 1
+                index += 4
+            } else {
+                index += 1
+            }
+        }
+        return count
+    }
+}
