@@ -27,7 +27,7 @@ final class LoopClock {
     /// Runs `handler` after `seconds` (then every `seconds` when repeating), replacing what `owner`
     /// had scheduled. Called on the clock's queue only.
     func schedule(_ owner: AnyObject, after seconds: Double, repeating: Bool, _ handler: @escaping () -> Void) {
-        entries[ObjectIdentifier(owner)] = Entry(deadline: now() + seconds, interval: repeating ? seconds : nil,
+        entries[ObjectIdentifier(owner)] = Entry(deadline: monotonic() + seconds, interval: repeating ? seconds : nil,
                                                  handler: handler)
     }
 
@@ -37,7 +37,7 @@ final class LoopClock {
 
     private func tick() {
         guard !entries.isEmpty else { return }
-        let time = now()
+        let time = monotonic()
         let due = entries.filter { $0.value.deadline <= time }
         for (key, entry) in due {
             // A handler may cancel or reschedule its own entry (or close its connection).

@@ -89,7 +89,7 @@ extension ProxyConnection {
         // interest off (exchangeReadClient). Off and on again would be two epoll_ctl per request.
         client.wantRead(true)
         upstream.wantRead(true)
-        lastActivity = now()
+        lastActivity = monotonic()
         armIdleTimer()
         exchangeWriteUpstream()
     }
@@ -147,7 +147,7 @@ extension ProxyConnection {
                 return exchangeFailed("writing to the origin failed")
             }
             current.toUpstream.removeFirst(n)
-            lastActivity = now()
+            lastActivity = monotonic()
         }
         upstream.wantWrite(false)
         if !current.body.isComplete, current.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
@@ -160,7 +160,7 @@ extension ProxyConnection {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
                 current.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
-                lastActivity = now()
+                lastActivity = monotonic()
             case .wouldBlock?:
                 break readLoop
             case .endOfFile?:
@@ -294,7 +294,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if current.keepClient, current.body.isComplete {
-            record = LogRecord(time: now(), client: clientAddress, method: "-",
+            record = LogRecord(time: wallClock(), client: clientAddress, method: "-",
                                enforced: context.configuration.mode == .enforce)
             client.onWritable { [self] in flushAnswer() }
             nextRequest()

@@ -295,7 +295,7 @@ extension ProxyConnection {
         } else if let note = judgement.note {
             record.message = record.message ?? note
         }
-        started = now() - deferred.durationMilliseconds / 1000 // the tunnel's duration, not the verdict's
+        started = monotonic() - deferred.durationMilliseconds / 1000 // the tunnel's duration, not the verdict's
         log()
     }
 

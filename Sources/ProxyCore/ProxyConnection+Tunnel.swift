@@ -73,9 +73,9 @@ extension ProxyConnection {
         upstream.onWritable { up.run() }
         upstream.onReadable { down.readable() }
         client.onWritable { down.run() }
-        lastActivity = now()
+        lastActivity = monotonic()
         for pump in pumps {
-            pump.onProgress = { [unowned self] in lastActivity = now() }
+            pump.onProgress = { [unowned self] in lastActivity = monotonic() }
             pump.onFinish = { [unowned self] in
                 if pumps.allSatisfy(\.finished) { finish() }
             }
@@ -90,7 +90,7 @@ extension ProxyConnection {
     func armIdleTimer() {
         let idle = context.configuration.idleTimeout
         arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
-            if now() - lastActivity > idle {
+            if monotonic() - lastActivity > idle {
                 record.message = record.message ?? "idle for \(Int(idle)) s"
                 finish()
             }

@@ -50,7 +50,8 @@ final class ProxyConnection {
     var upstreamFromPool = false
     var lastActivity = 0.0
     var record: LogRecord
-    var started = now()
+    /// When the current request began, on the monotonic clock (its duration); `record.time` has the wall time.
+    var started = monotonic()
 
     init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, loop: EventLoop) {
         self.context = context
@@ -60,7 +61,7 @@ final class ProxyConnection {
         self.pool = loop.pool
         self.clientAddress = clientAddress
         client = Channel(fd: fd, poller: loop.poller)
-        record = LogRecord(time: started, client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
+        record = LogRecord(time: wallClock(), client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
         loop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -103,8 +104,8 @@ final class ProxyConnection {
             head = parsed
         }
         inbound.removeFirst(head.length)
-        started = now()
-        record = LogRecord(time: started, client: clientAddress, method: head.method,
+        started = monotonic()
+        record = LogRecord(time: wallClock(), client: clientAddress, method: head.method,
                            enforced: context.configuration.mode == .enforce)
         disarm()
         route(head)
@@ -305,7 +306,7 @@ final class ProxyConnection {
     }
 
     func log() {
-        record.durationMilliseconds = (now() - started) * 1000
+        record.durationMilliseconds = (monotonic() - started) * 1000
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
@@ -327,7 +328,7 @@ final class ProxyConnection {
             record.bytesDown = (pumps.last?.bytes ?? 0) + inspectedDown
         }
         if judgementPending {
-            record.durationMilliseconds = (now() - started) * 1000
+            record.durationMilliseconds = (monotonic() - started) * 1000
             deferredRecord = [record]
         } else {
             log()

@@ -77,7 +77,7 @@ public final class ProxyServer: @unchecked Sendable {
         current = Mutex(ProxyContext(configuration: configuration, shared: shared, generation: 1))
         let firstLoop = loops[0]
         admin = adminFD.map { AdminServer(fd: $0, loop: firstLoop) }
-        lastReload.withLock { $0 = now() }
+        lastReload.withLock { $0 = wallClock() }
         owner.value = self
         admin?.server = self
     }
@@ -139,7 +139,7 @@ public final class ProxyServer: @unchecked Sendable {
             context = ProxyContext(configuration: configuration, shared: shared, generation: context.generation + 1)
         }
         reloadsSucceeded.add(1, ordering: .relaxed)
-        lastReload.withLock { $0 = now() }
+        lastReload.withLock { $0 = wallClock() }
         return warnings
     }
 
@@ -171,7 +171,7 @@ public final class ProxyServer: @unchecked Sendable {
         group.notify(queue: .global()) { [self] in
             for fd in listenFDs { SystemCall.close(fd) }
             listenersClosed()
-            waitForConnections(until: now() + grace, completion: completion)
+            waitForConnections(until: monotonic() + grace, completion: completion)
         }
     }
 
@@ -180,7 +180,7 @@ public final class ProxyServer: @unchecked Sendable {
             flushLog()
             return completion(0)
         }
-        if now() < deadline {
+        if monotonic() < deadline {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
                 waitForConnections(until: deadline, completion: completion)
             }
