@@ -62,8 +62,8 @@ final class CertificateVerdictCache: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let timeToLive: Double
-    /// Probes block on network I/O: they run here, never on a loop.
-    private let work = DispatchQueue(label: "atsgate.verdicts", attributes: .concurrent)
+    /// Probes block on network I/O: they run on the blocking pool, never on a loop.
+    private let work = BlockingPool.shared
 
     /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
     /// trust store or the pins may have changed).
@@ -77,7 +77,7 @@ final class CertificateVerdictCache: Sendable {
 
     /// The fresh verdict for `key`, counted as a hit; nil (not counted) when there is none.
     func lookup(_ key: Key) -> ServerJudgement? {
-        let time = now()
+        let time = monotonic()
         let found = state.withLock { state -> ServerJudgement? in
             guard let entry = state.entries[key], entry.expires > time else { return nil }
             return entry.judgement
@@ -97,9 +97,9 @@ final class CertificateVerdictCache: Sendable {
             return isFirst
         }
         guard first else { return }
-        work.async { [self] in
+        work.submit { [self] in
             let judgement = compute()
-            let time = now()
+            let time = monotonic()
             let waiters = state.withLock { state -> [(EventLoop, (ServerJudgement) -> Void)] in
                 if state.entries.count >= capacity {
                     state.entries = state.entries.filter { $0.value.expires > time }

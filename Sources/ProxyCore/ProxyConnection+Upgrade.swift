@@ -77,7 +77,7 @@ extension ProxyConnection {
         let timeout = context.configuration.handshakeTimeout
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
-        DispatchQueue.global().async {
+        BlockingPool.shared.submit {
             let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements)
             let reason = result.failure?.blockReason?.rawValue ?? "upstream-tls"
             let message = result.failure?.message ?? "TLS to \(secure.host):\(secure.port) failed: \(problem)"

@@ -3,10 +3,10 @@ import Dispatch
 import Glibc
 
 /// Turns a destination host into addresses without blocking the event loop: IP literals and pinned
-/// names (`--resolve NAME=IP`) answer at once; other names go to getaddrinfo on a separate queue.
+/// names (`--resolve NAME=IP`) answer at once; other names go to getaddrinfo on the blocking pool.
 final class Resolver: @unchecked Sendable {
     private let pinned: [String: [IPAddress]]
-    private let queue = DispatchQueue(label: "atsgate.resolver", attributes: .concurrent)
+    private let pool = BlockingPool.shared
 
     init(pinned: [String: [IPAddress]]) {
         self.pinned = pinned
@@ -24,7 +24,7 @@ final class Resolver: @unchecked Sendable {
                 completion(.success(addresses))
                 return
             }
-            queue.async {
+            pool.submit {
                 let result = Resolver.lookup(name)
                 loop.execute { completion(result) }
             }
