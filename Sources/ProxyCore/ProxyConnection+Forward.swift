@@ -25,7 +25,7 @@ extension ProxyConnection {
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let enforced = context.configuration.mode == .enforce
-        let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody, then: { [self] in nextRequest() })
+        let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)
         switch decision.action {
         case .block:
             // A nil message: the decision's own, formatted when the record is written.
@@ -39,19 +39,16 @@ extension ProxyConnection {
         default:
             break
         }
-        openUpstream(destination, pooled: true) { [self] in
-            startExchange(head, destination: destination)
-        }
+        openUpstream(destination, pooled: true, then: .forward(head))
     }
 
     // MARK: one forwarded exchange (client keep-alive)
 
-    /// A forwarded request in flight: the body going up, the response coming down. The handlers
-    /// below take it out of `exchange` (`take()`) while they change it and put it back on every way
-    /// out: a copy left behind would make each change of a buffer copy the whole buffer first.
-    struct Exchange {
-        var request: RequestHead
-        var destination: Destination
+    /// A forwarded request in flight: the body going up, the response coming down. A class, held by
+    /// the `exchanging` state: its buffers change in place.
+    final class Exchange {
+        let request: RequestHead
+        let destination: Destination
         var body: MessageBody
         var toUpstream: [UInt8]
         var fromUpstream: [UInt8] = []
@@ -69,21 +66,24 @@ extension ProxyConnection {
         var upstreamPaused = false
         var bytesUp = 0
         var bytesDown = 0
+
+        init(request: RequestHead, destination: Destination, head: [UInt8]) {
+            self.request = request
+            self.destination = destination
+            body = MessageBody(request)
+            toUpstream = head
+            bytesUp = head.count
+        }
     }
 
     static let bufferLimit = 256 * 1024
 
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
-        state = .relaying
         let rewritten = head.upstreamHead(authority: hostForURL(destination) + portSuffix(destination.port, default: 80))
-        exchange = Exchange(request: head, destination: destination, body: MessageBody(head), toUpstream: rewritten,
-                            bytesUp: rewritten.count)
-        if !takeRequestBody(from: &inbound) { return }
-        client.onReadable { [self] in exchangeReadClient() }
-        client.onWritable { [self] in exchangeWriteClient() }
-        upstream.onReadable { [self] in exchangeReadUpstream() }
-        upstream.onWritable { [self] in exchangeWriteUpstream() }
+        let exchange = Exchange(request: head, destination: destination, head: rewritten)
+        enterExchanging(exchange)
+        if !takeRequestBody(from: &inbound, exchange) { return }
         // Read interest stays on even with the whole body here: a client sends nothing more before
         // its response, and anything it does send early is read into `inbound` and turns the
         // interest off (exchangeReadClient). Off and on again would be two epoll_ctl per request.
@@ -96,126 +96,114 @@ extension ProxyConnection {
 
     /// Moves the body's share of `bytes` to the upstream buffer; what follows the body stays (a
     /// pipelined next request). False when the body is malformed (the exchange is then over).
-    func takeRequestBody(from bytes: inout [UInt8]) -> Bool {
-        guard !bytes.isEmpty, var current = exchange.take() else { return true }
+    private func takeRequestBody(from bytes: inout [UInt8], _ exchange: Exchange) -> Bool {
+        guard !bytes.isEmpty else { return true }
         let taken: Int
         do {
-            taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try current.body.take(buffer) }
+            taken = try bytes.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in try exchange.body.take(buffer) }
         } catch {
             // Part of the request may have reached the origin: that connection is never reused,
             // and nothing the client sent after the bad chunk goes anywhere.
-            exchange = nil
             upstreamTLS = nil
             upstream?.close()
             upstream = nil
             let verdict = Verdict.answer(status: 400, .badRequest, message: "malformed chunked request body: \(error)")
             // Once the response has begun to reach the client, it can only be reset.
-            if current.answered { client.abort() }
-            enforce(verdict, current.answered ? .cut : .close)
+            if exchange.answered { client.abort() }
+            enforce(verdict, exchange.answered ? .cut : .close)
             return false
         }
-        current.toUpstream += bytes[..<taken]
-        current.bytesUp += taken
+        exchange.toUpstream += bytes[..<taken]
+        exchange.bytesUp += taken
         bytes.removeFirst(taken)
-        exchange = current
         return true
     }
 
     func exchangeReadClient() {
-        guard exchange != nil else { return }
+        guard case .exchanging(let exchange) = state else { return }
         var fresh: [UInt8] = []
         swap(&fresh, &inbound)
         let outcome = readClient()
         swap(&fresh, &inbound)
         // `fresh` holds what was just read; the body's part goes up, the rest waits in `inbound`.
-        guard takeRequestBody(from: &fresh) else { return }
+        guard takeRequestBody(from: &fresh, exchange) else { return }
         inbound += fresh
-        guard let current = exchange else { return }
-        if current.body.isComplete || current.toUpstream.count > Self.bufferLimit { client.wantRead(false) }
-        if case .ended = outcome, !current.body.isComplete { return finish() }
+        if exchange.body.isComplete || exchange.toUpstream.count > Self.bufferLimit { client.wantRead(false) }
+        if case .ended = outcome, !exchange.body.isComplete { return finish() }
         if case .failed = outcome { return finish() }
         exchangeWriteUpstream()
     }
 
     func exchangeWriteUpstream() {
-        guard let upstream, var current = exchange.take() else { return }
-        while !current.toUpstream.isEmpty {
-            let outcome = current.toUpstream.withUnsafeBytes { upstreamWrite($0) }
+        guard case .exchanging(let exchange) = state, let upstream else { return }
+        while !exchange.toUpstream.isEmpty {
+            let outcome = exchange.toUpstream.withUnsafeBytes { upstreamWrite($0) }
             guard case .done(let n)? = outcome else {
-                exchange = current
                 if outcome == .wouldBlock { return upstream.wantWrite(true) }
                 return exchangeFailed("writing to the origin failed")
             }
-            current.toUpstream.removeFirst(n)
+            exchange.toUpstream.removeFirst(n)
             lastActivity = monotonic()
         }
         upstream.wantWrite(false)
-        if !current.body.isComplete, current.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
-        exchange = current
+        if !exchange.body.isComplete, exchange.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
     }
 
     func exchangeReadUpstream() {
-        guard let upstream, var current = exchange.take() else { return }
-        readLoop: while current.toClient.count <= Self.bufferLimit {
+        guard case .exchanging(let exchange) = state, let upstream else { return }
+        readLoop: while exchange.toClient.count <= Self.bufferLimit {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
-                current.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
+                exchange.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
                 lastActivity = monotonic()
             case .wouldBlock?:
                 break readLoop
             case .endOfFile?:
-                current.upstreamEnded = true
+                exchange.upstreamEnded = true
                 upstream.wantRead(false)
                 break readLoop
             case nil:
-                exchange = current
                 return exchangeFailed("reading from the origin failed")
             }
         }
-        if current.toClient.count > Self.bufferLimit {
+        if exchange.toClient.count > Self.bufferLimit {
             upstream.wantRead(false)
-            current.upstreamPaused = true
+            exchange.upstreamPaused = true
         }
-        // The response head: parse and rewrite it once; 1xx interim heads pass through as they are.
-        while current.response == nil {
-            let parsed = current.fromUpstream.withUnsafeBytes { bytes in
+        // The response head: parse and rewrite it once; 1xx interim heads pass on rewritten.
+        while exchange.response == nil {
+            let parsed = exchange.fromUpstream.withUnsafeBytes { bytes in
                 Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(bytes) }
             }
             switch parsed {
             case .failure(let error):
-                exchange = current
                 return exchangeFailed("bad response from the origin: \(error.problem)")
             case .success(nil):
-                if current.upstreamEnded {
-                    exchange = current
-                    return exchangeFailed("the origin closed without a response")
-                }
-                exchange = current
+                if exchange.upstreamEnded { return exchangeFailed("the origin closed without a response") }
                 return
             case .success(let head?):
                 if head.status == 101 {
                     // The proxy never forwards Upgrade, so an origin has nothing to switch to.
-                    exchange = current
                     return exchangeFailed("the origin switched protocols (101) though no upgrade was asked for")
                 }
                 if (100..<200).contains(head.status) {
                     // Interim responses (several may come) pass on rewritten; an HTTP/1.0 client
                     // gets none (RFC 9110 section 15.2).
-                    if current.request.minorVersion >= 1 {
-                        current.toClient += head.rewritten(keepAlive: true, clientMinorVersion: 1)
+                    if exchange.request.minorVersion >= 1 {
+                        exchange.toClient += head.rewritten(keepAlive: true, clientMinorVersion: 1)
                     }
-                    current.fromUpstream.removeFirst(head.length)
+                    exchange.fromUpstream.removeFirst(head.length)
                     continue
                 }
-                current.responseBody = MessageBody(response: head, requestMethod: current.request.method)
+                exchange.responseBody = MessageBody(response: head, requestMethod: exchange.request.method)
                 let framed: Bool
-                if case .untilClose = current.responseBody { framed = false } else { framed = true }
-                current.keepClient = current.request.keepAlive && framed
-                current.reusable = framed && head.originKeepsConnection
-                current.toClient += head.rewritten(keepAlive: current.keepClient,
-                                                   clientMinorVersion: current.request.minorVersion)
-                current.fromUpstream.removeFirst(head.length)
-                current.response = head
+                if case .untilClose = exchange.responseBody { framed = false } else { framed = true }
+                exchange.keepClient = exchange.request.keepAlive && framed
+                exchange.reusable = framed && head.originKeepsConnection
+                exchange.toClient += head.rewritten(keepAlive: exchange.keepClient,
+                                                    clientMinorVersion: exchange.request.minorVersion)
+                exchange.fromUpstream.removeFirst(head.length)
+                exchange.response = head
                 record.status = head.status
             }
         }
@@ -223,59 +211,56 @@ extension ProxyConnection {
         // origin, which then does not go back to the pool.
         let taken: Int
         do {
-            taken = try current.fromUpstream.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in
-                try current.responseBody.take(buffer)
+            taken = try exchange.fromUpstream.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in
+                try exchange.responseBody.take(buffer)
             }
         } catch {
-            exchange = current
             return exchangeFailed("malformed chunked response from the origin: \(error)")
         }
-        if taken < current.fromUpstream.count { current.reusable = false }
-        current.bytesDown += taken
-        current.toClient += current.fromUpstream[..<taken]
-        current.fromUpstream.removeAll(keepingCapacity: true)
-        if current.upstreamEnded, !current.responseBody.isComplete {
-            current.reusable = false
-            if case .untilClose = current.responseBody {} else {
+        if taken < exchange.fromUpstream.count { exchange.reusable = false }
+        exchange.bytesDown += taken
+        exchange.toClient += exchange.fromUpstream[..<taken]
+        exchange.fromUpstream.removeAll(keepingCapacity: true)
+        if exchange.upstreamEnded, !exchange.responseBody.isComplete {
+            exchange.reusable = false
+            if case .untilClose = exchange.responseBody {} else {
                 // Cut short: what reached the client is passed on, then its connection is reset so
                 // it cannot take the partial body for a whole one.
-                current.keepClient = false
-                current.truncated = true
+                exchange.keepClient = false
+                exchange.truncated = true
             }
         }
-        exchange = current
-        if !current.toClient.isEmpty || current.upstreamEnded || current.responseBody.isComplete { exchangeWriteClient() }
+        if !exchange.toClient.isEmpty || exchange.upstreamEnded || exchange.responseBody.isComplete {
+            exchangeWriteClient()
+        }
     }
 
     func exchangeWriteClient() {
-        guard var current = exchange.take() else { return }
-        while !current.toClient.isEmpty {
-            let outcome = current.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
+        guard case .exchanging(let exchange) = state else { return }
+        while !exchange.toClient.isEmpty {
+            let outcome = exchange.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
             guard case .done(let n)? = outcome else {
-                exchange = current
                 if outcome == .wouldBlock { return client.wantWrite(true) }
                 return finish()
             }
-            current.toClient.removeFirst(n)
-            current.answered = true
+            exchange.toClient.removeFirst(n)
+            exchange.answered = true
         }
         client.wantWrite(false)
-        exchange = current
-        let responseDone = current.response != nil && (current.responseBody.isComplete || current.upstreamEnded)
+        let responseDone = exchange.response != nil && (exchange.responseBody.isComplete || exchange.upstreamEnded)
         if !responseDone {
             // Reads were paused for backpressure: resume them, and read at once what is waiting.
-            if current.upstreamPaused {
-                exchange?.upstreamPaused = false
+            if exchange.upstreamPaused {
+                exchange.upstreamPaused = false
                 upstream?.wantRead(true)
                 exchangeReadUpstream()
             }
             return
         }
         // The response is complete: the origin connection goes back to the pool or is closed.
-        record.bytesUp = current.bytesUp
-        record.bytesDown = current.bytesDown
-        exchange = nil
-        if current.truncated {
+        record.bytesUp = exchange.bytesUp
+        record.bytesDown = exchange.bytesDown
+        if exchange.truncated {
             record.action = .error
             record.reason = .upstreamTruncated
             record.message = "the origin closed the connection before the end of the response body"
@@ -284,7 +269,7 @@ extension ProxyConnection {
             return close()
         }
         log()
-        if current.reusable, !current.upstreamEnded, current.body.isComplete, upstreamTLS == nil, let upstream,
+        if exchange.reusable, !exchange.upstreamEnded, exchange.body.isComplete, upstreamTLS == nil, let upstream,
            let upstreamAddress {
             pool.park(upstream, address: upstreamAddress)
         } else {
@@ -293,10 +278,9 @@ extension ProxyConnection {
         }
         upstreamTLS = nil
         upstream = nil
-        if current.keepClient, current.body.isComplete {
+        if exchange.keepClient, exchange.body.isComplete {
             record = LogRecord(time: wallClock(), client: clientAddress, method: "-",
                                enforced: context.configuration.mode == .enforce)
-            client.onWritable { [self] in flushAnswer() }
             nextRequest()
         } else {
             close()
@@ -306,30 +290,17 @@ extension ProxyConnection {
     /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else the client
     /// is reset (what it has is not a whole response).
     func exchangeFailed(_ message: String) {
-        let started = exchange?.answered == true
-        let failed = exchange
-        exchange = nil
+        guard case .exchanging(let failed) = state else { return }
+        let started = failed.answered
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
         // A pooled connection the origin had already closed: retry once on a fresh one, when the
         // request can be sent again (no body, so nothing of it was consumed from the client).
-        if !started, upstreamFromPool, let failed, case .none = MessageBody(failed.request) {
-            return openUpstream(failed.destination) { [self] in
-                startExchange(failed.request, destination: failed.destination)
-            }
+        if !started, upstreamFromPool, case .none = MessageBody(failed.request) {
+            return openUpstream(failed.destination, then: .forward(failed.request))
         }
         if started { client.abort() }
         enforce(.fail(.upstreamProtocol, status: 502, message: message), started ? .cut : .close)
     }
-
-    func nextRequest() {
-        if loop.draining { return close() }
-        state = .readingHead
-        client.onReadable { [self] in readHead() }
-        client.wantRead(true)
-        arm(after: context.configuration.headTimeout) { [self] in close() }
-        if !inbound.isEmpty { readHead() }
-    }
-
 }

@@ -1,7 +1,7 @@
 import ATSPolicy
 import Glibc
 
-/// CONNECT: the tunnel, its inspected first bytes, and the splice relay.
+/// CONNECT: the decision, the tunnel's first bytes (TLS or cleartext), and the splice relay.
 extension ProxyConnection {
     // MARK: CONNECT
 
@@ -12,44 +12,42 @@ extension ProxyConnection {
         } catch {
             return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
         }
-        let context = self.context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = self.context.configuration.engine.decide(destination, context: context)
-        record.decision = decision
-        guard self.context.configuration.connectPorts.contains(destination.port) else {
+        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
+        record.decision = context.configuration.engine.decide(destination, context: loadContext)
+        guard context.configuration.connectPorts.contains(destination.port) else {
             return respond(.block(.portNotAllowed,
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
-        openUpstream(destination) { [self] in
-            establishTunnel { [self] in
-                state = .inspecting
-                client.onReadable { [self] in inspectTunnel(destination: destination, context: context) }
-                client.wantRead(true)
-                arm(after: self.context.configuration.headTimeout) { [self] in
-                    record.action = .error
-                    record.reason = .clientTimeout
-                    record.message = "no bytes from the client after CONNECT"
-                    finish()
-                }
-                if !inbound.isEmpty { inspectTunnel(destination: destination, context: context) }
-            }
+        openUpstream(destination, then: .tunnel(loadContext))
+    }
+
+    /// After the 200: the tunnel's first client bytes decide what it is.
+    func openTunnel(_ destination: Destination, context loadContext: LoadContext) {
+        enterAwaitingTunnelBytes(destination, loadContext)
+        arm(after: context.configuration.headTimeout) { [self] in
+            record.action = .error
+            record.reason = .clientTimeout
+            record.message = "no bytes from the client after CONNECT"
+            finish()
         }
+        if !inbound.isEmpty { inspectTunnel(destination: destination, context: loadContext) }
     }
 
     /// The first client bytes of a tunnel: a TLS handshake record proceeds; anything else is cleartext
     /// and obeys the cleartext rule (`cleartext-in-tunnel`).
     func inspectTunnel(destination: Destination, context loadContext: LoadContext) {
-        guard state == .inspecting else { return }
+        guard case .awaitingTunnelBytes = state else { return }
         if case .ended = readClient(), inbound.isEmpty { return close() }
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)
-        if isTLS, self.context.configuration.tlsInspection, let decision = record.decision {
+        if isTLS, context.configuration.tlsInspection, let decision = record.decision {
             return inspectTLS(destination: destination, requirements: decision.requirements, pin: decision.pin)
         }
         if !isTLS {
             var cleartext = destination
             cleartext.scheme = .http
-            let decision = self.context.configuration.engine.decide(cleartext, context: loadContext)
+            let decision = context.configuration.engine.decide(cleartext, context: loadContext)
             record.decision = decision
             if !decision.requirements.cleartextAllowed {
                 let message = "cleartext in a CONNECT tunnel to \(destination.host): "
@@ -57,27 +55,23 @@ extension ProxyConnection {
                 guard enforce(.block(.cleartextInTunnel, message: message), .cut) else { return }
             }
         }
-        startRelay(prefix: inbound)
+        let prefix = inbound
         inbound = []
+        startRelay(prefix: prefix)
     }
 
     // MARK: relay
 
     func startRelay(prefix: [UInt8], downPrefix: [UInt8] = []) {
         guard let upstream else { return close() }
-        state = .relaying
         let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
         let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
-        pumps = [up, down]
-        client.onReadable { up.readable() }
-        upstream.onWritable { up.run() }
-        upstream.onReadable { down.readable() }
-        client.onWritable { down.run() }
+        enterRelaying(up: up, down: down)
         lastActivity = monotonic()
-        for pump in pumps {
+        for pump in [up, down] {
             pump.onProgress = { [unowned self] in lastActivity = monotonic() }
             pump.onFinish = { [unowned self] in
-                if pumps.allSatisfy(\.finished) { finish() }
+                if case .relaying(let up, let down) = state, up.finished, down.finished { finish() }
             }
             pump.onError = { [unowned self] _ in finish() }
         }
@@ -96,5 +90,4 @@ extension ProxyConnection {
             }
         }
     }
-
 }

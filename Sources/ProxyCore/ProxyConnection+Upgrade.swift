@@ -6,35 +6,52 @@ import TLSClient
 /// over TLS that meets the host's requirements (R13-R17); the response streams back as usual. A
 /// server that fails them gets the client a 502 naming the reason.
 extension ProxyConnection {
+    /// What an upgrade carries while its TLS handshake runs.
+    final class UpgradeState {
+        let head: RequestHead
+        let destination: Destination
+        let secure: Destination
+        let decision: Decision
+
+        init(head: RequestHead, destination: Destination, secure: Destination, decision: Decision) {
+            self.head = head
+            self.destination = destination
+            self.secure = secure
+            self.decision = decision
+        }
+    }
+
     func upgrade(_ head: RequestHead, destination: Destination, decision: Decision) {
         var secure = destination
         secure.scheme = .https
         secure.port = context.configuration.upgradePorts[destination.port] ?? destination.port
-        openUpstream(secure) { [self] in
-            guard let upstream else { return close() }
-            let host = destination.host.description
-            guard let store = context.judge.store else {
-                return upgradeFailed(reason: "upstream-tls", message: "no trust store could be loaded to check \(host)")
-            }
-            let tls: TLSConnection
-            do {
-                tls = try TLSConnection(fd: upstream.fd, serverName: host, requirements: decision.requirements, store: store)
-            } catch {
-                return upgradeFailed(reason: "upstream-tls", message: "cannot start TLS to \(host): \(error)")
-            }
-            upstreamTLS = tls
-            arm(after: context.configuration.handshakeTimeout) { [self] in
-                upgradeFailed(reason: "upstream-timeout", message: "the TLS handshake with \(host):\(secure.port) timed out",
-                              status: 504)
-            }
-            upstream.onReadable { [self] in upgradeHandshake(head, destination: destination, secure: secure, decision: decision) }
-            upstream.onWritable { [self] in upgradeHandshake(head, destination: destination, secure: secure, decision: decision) }
-            upgradeHandshake(head, destination: destination, secure: secure, decision: decision)
-        }
+        openUpstream(secure, then: .upgrade(head, decision, original: destination))
     }
 
-    private func upgradeHandshake(_ head: RequestHead, destination: Destination, secure: Destination, decision: Decision) {
-        guard state == .connecting, let tls = upstreamTLS, let upstream else { return }
+    /// Connected to the origin's TLS port: start the handshake.
+    func startUpgrade(_ head: RequestHead, destination: Destination, secure: Destination, decision: Decision) {
+        guard let upstream else { return close() }
+        let host = destination.host.description
+        guard let store = context.judge.store else {
+            return upgradeFailed(reason: "upstream-tls", message: "no trust store could be loaded to check \(host)")
+        }
+        let tls: TLSConnection
+        do {
+            tls = try TLSConnection(fd: upstream.fd, serverName: host, requirements: decision.requirements, store: store)
+        } catch {
+            return upgradeFailed(reason: "upstream-tls", message: "cannot start TLS to \(host): \(error)")
+        }
+        upstreamTLS = tls
+        enterUpgrading(UpgradeState(head: head, destination: destination, secure: secure, decision: decision))
+        arm(after: context.configuration.handshakeTimeout) { [self] in
+            upgradeFailed(reason: "upstream-timeout", message: "the TLS handshake with \(host):\(secure.port) timed out",
+                          status: 504)
+        }
+        upgradeHandshake()
+    }
+
+    func upgradeHandshake() {
+        guard case .upgrading(let upgrade) = state, let tls = upstreamTLS, let upstream else { return }
         switch tls.handshake() {
         case .wantRead:
             upstream.wantWrite(false)
@@ -43,29 +60,30 @@ extension ProxyConnection {
             upstream.wantRead(false)
             upstream.wantWrite(true)
         case .failed(let problem):
-            explainUpgradeFailure(problem, secure: secure, decision: decision)
+            explainUpgradeFailure(problem, upgrade)
         case .closed:
-            explainUpgradeFailure("the origin closed the connection during the handshake", secure: secure, decision: decision)
+            explainUpgradeFailure("the origin closed the connection during the handshake", upgrade)
         case .done, .bytes:
             disarm()
             upstream.wantRead(false)
             upstream.wantWrite(false)
             record.tlsVersion = tls.negotiatedVersion
             record.cipher = tls.cipherName
-            let verdict = tls.evaluatePeer(host: destination.host.description, pin: decision.pin)
+            let verdict = tls.evaluatePeer(host: upgrade.destination.host.description, pin: upgrade.decision.pin)
             let judgement = ServerJudgement(verdict)
             record.certificate = judgement.certificate
             record.toleratedFindings = judgement.tolerated
             if let refusal = judgement.blocking {
                 return upgradeFailed(reason: refusal.reason, message: refusal.message)
             }
-            startExchange(head, destination: destination)
+            startExchange(upgrade.head, destination: upgrade.destination)
         }
     }
 
     /// The handshake failed: a probe (off the loop) tells a version or cipher refusal from other
     /// failures, so the 502 names the ATS reason.
-    private func explainUpgradeFailure(_ problem: String, secure: Destination, decision: Decision) {
+    private func explainUpgradeFailure(_ problem: String, _ upgrade: UpgradeState) {
+        let secure = upgrade.secure
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
@@ -73,7 +91,7 @@ extension ProxyConnection {
             return upgradeFailed(reason: "upstream-tls", message: "TLS to \(secure.host):\(secure.port) failed: \(problem)")
         }
         let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description])
-        let requirements = decision.requirements
+        let requirements = upgrade.decision.requirements
         let timeout = context.configuration.handshakeTimeout
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
@@ -86,7 +104,10 @@ extension ProxyConnection {
     }
 
     private func upgradeFailed(reason: String, message: String, status: Int = 502) {
-        guard state == .connecting else { return }
+        switch state {
+        case .connecting, .upgrading: break
+        default: return
+        }
         upstreamTLS = nil
         upstream?.close()
         upstream = nil

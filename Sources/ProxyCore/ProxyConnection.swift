@@ -5,38 +5,72 @@ import TLSClient
 import TLSWire
 
 /// One client connection, confined to one serial queue of the event loop. The data flow: request
-/// head (here) -> destination -> decision -> action: a tunnel (ProxyConnection+Tunnel.swift), a
-/// forwarded exchange, a block or a redirect (ProxyConnection+Forward.swift), or an answer (here).
+/// head (here) -> destination -> decision -> verdict (`enforce`, here) -> a tunnel
+/// (ProxyConnection+Tunnel.swift, its handshake watched by +TLS), a forwarded exchange (+Forward), an
+/// upgrade to TLS (+Upgrade) or an answer (here).
+///
+/// Its phases are `State`, whose cases carry their own data; every change of phase, and every
+/// binding of a readiness handler, is in this file (`enter...` and `bindHandlers`). The other files
+/// hold what each phase does with the bytes it is handed.
 final class ProxyConnection {
+    /// The legal transitions:
+    /// - readingHead -> answering (a verdict, an error) | connecting (a tunnel, a forward, an upgrade)
+    /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
+    /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200) | closed
+    /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying (anything else) | closed
+    /// - inspecting -> relaying (released) | closed (refused, ended)
+    /// - upgrading -> exchanging | answering (a failure)
+    /// - exchanging -> readingHead (keep-alive) | connecting (one retry of a stale pooled origin)
+    ///   | answering (a failure before any of the response) | closed
+    /// - relaying -> closed
+    /// Any state -> closed.
     enum State {
+        /// Waiting for (the rest of) a request head in `inbound`.
         case readingHead
-        case connecting
-        case inspecting
-        case relaying
-        case answering
+        /// Resolving and connecting to the origin; then what `next` says.
+        indirect case connecting(Destination, next: AfterConnect)
+        /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
+        indirect case answering(next: AfterAnswer)
+        /// A tunnel is open: its first client bytes tell TLS from cleartext.
+        indirect case awaitingTunnelBytes(Destination, LoadContext)
+        /// Watching the tunnel's TLS handshake.
+        case inspecting(InspectionState)
+        /// TLS to the origin for `--cleartext upgrade`, before the request goes up.
+        case upgrading(UpgradeState)
+        /// One forwarded request and its response.
+        case exchanging(Exchange)
+        /// Bytes move both ways by splice: up (client to origin) and down.
+        case relaying(up: Pump, down: Pump)
         case closed
+    }
+
+    /// What follows a successful connection to the origin.
+    enum AfterConnect {
+        case tunnel(LoadContext)
+        case forward(RequestHead)
+        case upgrade(RequestHead, Decision, original: Destination)
+    }
+
+    /// What follows an answer once it is written.
+    enum AfterAnswer {
+        case close
+        case nextRequest
+        case tunnel(Destination, LoadContext)
     }
 
     let context: ProxyContext
     let queue: DispatchQueue
     let client: Channel
     let clientAddress: SocketAddress
-    var state = State.readingHead
+    private(set) var state = State.readingHead
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
+    /// An answer of the proxy's own, being written.
     var outbound: [UInt8] = []
-    var afterAnswer: (() -> Void)?
+    /// The origin connection, from `connecting` on; in a tunnel, `upstreamTLS` is nil.
     var upstream: Channel?
     /// TLS to the origin (`--cleartext upgrade`); nil for plain TCP.
     var upstreamTLS: TLSConnection?
-    var pumps: [Pump] = []
-    /// The forwarded exchange in flight (ProxyConnection+Forward.swift).
-    var exchange: Exchange?
-    /// The TLS handshake being watched in a CONNECT tunnel (ProxyConnection+TLS.swift).
-    var inspection: TLSInspection?
-    /// Bytes the inspection wrote itself, before the relay took over.
-    var inspectedUp = 0
-    var inspectedDown = 0
     /// A certificate verdict is being computed; a record finished meanwhile waits for it.
     var judgementPending = false
     /// (In an array: an inline optional record would make every connection carry a second one.)
@@ -48,6 +82,7 @@ final class ProxyConnection {
     /// connection earns one retry on a fresh one).
     var upstreamAddress: SocketAddress?
     var upstreamFromPool = false
+    /// Last bytes moved, on the monotonic clock (idle timeouts).
     var lastActivity = 0.0
     var record: LogRecord
     /// When the current request began, on the monotonic clock (its duration); `record.time` has the wall time.
@@ -65,11 +100,110 @@ final class ProxyConnection {
         loop.connections[ObjectIdentifier(self)] = self
     }
 
+    // MARK: transitions (the only assignments to `state`)
+
+    func enterReadingHead() {
+        state = .readingHead
+        bindHandlers()
+        client.wantRead(true)
+    }
+
+    func enterConnecting(_ destination: Destination, next: AfterConnect) {
+        state = .connecting(destination, next: next)
+        bindHandlers()
+    }
+
+    func enterAnswering(next: AfterAnswer) {
+        state = .answering(next: next)
+        bindHandlers()
+    }
+
+    func enterAwaitingTunnelBytes(_ destination: Destination, _ loadContext: LoadContext) {
+        state = .awaitingTunnelBytes(destination, loadContext)
+        bindHandlers()
+        client.wantRead(true)
+    }
+
+    func enterInspecting(_ inspection: InspectionState) {
+        state = .inspecting(inspection)
+        bindHandlers()
+        upstream?.wantRead(true)
+    }
+
+    func enterUpgrading(_ upgrade: UpgradeState) {
+        state = .upgrading(upgrade)
+        bindHandlers()
+    }
+
+    func enterExchanging(_ exchange: Exchange) {
+        state = .exchanging(exchange)
+        bindHandlers()
+    }
+
+    func enterRelaying(up: Pump, down: Pump) {
+        state = .relaying(up: up, down: down)
+        bindHandlers()
+    }
+
+    private func enterClosed() {
+        if case .relaying(let up, let down) = state {
+            for pump in [up, down] {
+                pump.onFinish = {}
+                pump.onError = { _ in }
+                pump.onProgress = {}
+            }
+        }
+        state = .closed
+    }
+
+    /// Every readiness handler, by state: the one place they are bound.
+    private func bindHandlers() {
+        switch state {
+        case .readingHead:
+            client.onReadable { [self] in readHead() }
+            client.onWritable {}
+        case .connecting:
+            // The client normally sends nothing until it has an answer, so its read interest stays
+            // on (one epoll_ctl less each way); only if bytes do arrive early is it turned off, and
+            // the next phase turns it back on.
+            client.onReadable { [client] in client.wantRead(false) }
+            client.onWritable {}
+        case .answering:
+            client.onReadable { [client] in client.wantRead(false) }
+            client.onWritable { [self] in flushAnswer() }
+        case .awaitingTunnelBytes(let destination, let loadContext):
+            client.onReadable { [self] in inspectTunnel(destination: destination, context: loadContext) }
+            client.onWritable {}
+        case .inspecting:
+            client.onReadable { [self] in inspectionReadClient() }
+            client.onWritable { [self] in inspectionFlush() }
+            upstream?.onReadable { [self] in inspectionReadUpstream() }
+            upstream?.onWritable { [self] in inspectionFlush() }
+        case .upgrading:
+            client.onReadable { [client] in client.wantRead(false) }
+            client.onWritable {}
+            upstream?.onReadable { [self] in upgradeHandshake() }
+            upstream?.onWritable { [self] in upgradeHandshake() }
+        case .exchanging:
+            client.onReadable { [self] in exchangeReadClient() }
+            client.onWritable { [self] in exchangeWriteClient() }
+            upstream?.onReadable { [self] in exchangeReadUpstream() }
+            upstream?.onWritable { [self] in exchangeWriteUpstream() }
+        case .relaying(let up, let down):
+            client.onReadable { up.readable() }
+            upstream?.onWritable { up.run() }
+            upstream?.onReadable { down.readable() }
+            client.onWritable { down.run() }
+        case .closed:
+            break
+        }
+    }
+
+    var isClosed: Bool { if case .closed = state { true } else { false } }
+
     /// Starts reading the first request head. Runs on `queue`.
     func start() {
-        client.onReadable { [self] in readHead() }
-        client.onWritable { [self] in flushAnswer() }
-        client.wantRead(true)
+        enterReadingHead()
         arm(after: context.configuration.headTimeout) { [self] in
             enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
         }
@@ -77,7 +211,6 @@ final class ProxyConnection {
 
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
-        client.onWritable { [self] in flushAnswer() }
         enforce(.block(.clientNotAllowed,
                        message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"))
     }
@@ -85,7 +218,7 @@ final class ProxyConnection {
     // MARK: request head
 
     func readHead() {
-        guard state == .readingHead else { return }
+        guard case .readingHead = state else { return }
         // A client may send its (last) request and its end together: a complete head is still
         // answered; the end is seen again by whatever reads next.
         let outcome = readClient()
@@ -147,19 +280,15 @@ final class ProxyConnection {
                                    message: "\(head.method) with an authority-form target; only CONNECT takes one",
                                    headers: [("Allow", "CONNECT")]))
         }
-        enforce(.answer(status: 400, .badRequest, message: "unsupported request target"))
+        respond(.answer(status: 400, .badRequest, message: "unsupported request target"))
     }
 
     // MARK: upstream
 
-    func openUpstream(_ destination: Destination, pooled: Bool = false,
-                              then connected: @escaping () -> Void) {
-        state = .connecting
+    /// Resolves and connects (or takes a pooled connection when `pooled`), then goes on as `next` says.
+    func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
+        enterConnecting(destination, next: next)
         upstreamFromPool = false
-        // The client normally sends nothing until it has an answer, so its read interest stays on
-        // (one epoll_ctl less each way); only if bytes do arrive early is it turned off, and the
-        // answer's continuation turns it back on.
-        client.onReadable { [client] in client.wantRead(false) }
         arm(after: context.configuration.connectTimeout) { [self] in
             upstream?.close()
             upstream = nil
@@ -167,7 +296,7 @@ final class ProxyConnection {
                           message: "connecting to \(destination.host):\(destination.port) timed out"))
         }
         context.resolver.resolve(destination.host, on: loop) { [self] result in
-            guard state == .connecting else { return }
+            guard case .connecting = state else { return }
             switch result {
             case .failure(let error):
                 enforce(.fail(.upstreamDNS, status: 502, message: error.message))
@@ -176,23 +305,19 @@ final class ProxyConnection {
                 if pooled {
                     for address in candidates {
                         guard let channel = pool.take(address) else { continue }
-                        disarm()
                         upstream = channel
-                        upstreamAddress = address
                         upstreamFromPool = true
-                        record.upstreamIP = address.ip
-                        return connected()
+                        return connected(to: address)
                     }
                 }
-                connect(candidates[...], lastError: nil, then: connected)
+                connect(candidates[...], lastError: nil)
             }
         }
     }
 
     /// Tries each address in turn (IPv6 and IPv4 as resolved).
-    func connect(_ addresses: ArraySlice<SocketAddress>, lastError: SystemError?,
-                         then connected: @escaping () -> Void) {
-        guard state == .connecting else { return }
+    private func connect(_ addresses: ArraySlice<SocketAddress>, lastError: SystemError?) {
+        guard case .connecting = state else { return }
         guard let address = addresses.first else {
             let detail = lastError.map { $0.description } ?? "no address"
             return respond(.fail(.upstreamRefused, status: 502, message: "cannot connect: \(detail)"))
@@ -201,7 +326,7 @@ final class ProxyConnection {
         do {
             fd = try Socket.startConnect(to: address)
         } catch {
-            return connect(addresses.dropFirst(), lastError: error, then: connected)
+            return connect(addresses.dropFirst(), lastError: error)
         }
         let channel = Channel(fd: fd, poller: loop.poller)
         upstream = channel
@@ -209,13 +334,9 @@ final class ProxyConnection {
             if code != 0 {
                 channel.close()
                 upstream = nil
-                return connect(addresses.dropFirst(), lastError: SystemError(call: "connect \(address)", code: code),
-                               then: connected)
+                return connect(addresses.dropFirst(), lastError: SystemError(call: "connect \(address)", code: code))
             }
-            disarm()
-            upstreamAddress = address
-            record.upstreamIP = address.ip
-            connected()
+            connected(to: address)
         }
         // Often done already (see connectProgress): check once before waiting for writability.
         switch Socket.connectProgress(fd, to: address) {
@@ -230,7 +351,22 @@ final class ProxyConnection {
         channel.wantWrite(true)
     }
 
-    // MARK: answers and the end
+    private func connected(to address: SocketAddress) {
+        guard case .connecting(let destination, let next) = state else { return }
+        disarm()
+        upstreamAddress = address
+        record.upstreamIP = address.ip
+        switch next {
+        case .tunnel(let loadContext):
+            send(Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8), then: .tunnel(destination, loadContext))
+        case .forward(let head):
+            startExchange(head, destination: destination)
+        case .upgrade(let head, let decision, let original):
+            startUpgrade(head, destination: original, secure: destination, decision: decision)
+        }
+    }
+
+    // MARK: verdicts and answers
 
     /// The one place a verdict is applied. It honours --mode (an ATS block in report mode is only
     /// recorded, enforced=false, and the request proceeds), fills the record, answers the client as
@@ -253,12 +389,12 @@ final class ProxyConnection {
             record.message = message
         }
         switch delivery {
-        case .http(let keepAlive, let next):
+        case .http(let keepAlive):
             record.status = verdict.status
             log()
             client.wantRead(false)
             send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive),
-                 keepAlive: keepAlive, then: next)
+                 then: keepAlive ? .nextRequest : .close)
         case .alert(let alert, let version):
             let bytes = TLSAlert.fatal(alert, recordVersion: version)
             _ = bytes.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
@@ -275,22 +411,16 @@ final class ProxyConnection {
         enforce(verdict, delivery)
     }
 
-    /// The 200 that opens a CONNECT tunnel (not a record of its own: the tunnel's record follows).
-    func establishTunnel(then next: @escaping () -> Void) {
-        send(Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8), keepAlive: true, then: next)
-    }
-
-    /// Queues an answer's bytes and flushes them; then `next` (keep-alive) or close.
-    private func send(_ bytes: [UInt8], keepAlive: Bool, then next: (() -> Void)?) {
-        state = .answering
+    /// Queues an answer's bytes and flushes them; then `next`.
+    private func send(_ bytes: [UInt8], then next: AfterAnswer) {
+        enterAnswering(next: next)
         disarm()
         outbound += bytes
-        afterAnswer = keepAlive ? (next ?? { [self] in close() }) : { [self] in close() }
         flushAnswer()
     }
 
     func flushAnswer() {
-        guard state == .answering else { return }
+        guard case .answering(let next) = state else { return }
         while !outbound.isEmpty {
             let outcome = outbound.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
             switch outcome {
@@ -300,9 +430,19 @@ final class ProxyConnection {
             }
         }
         client.wantWrite(false)
-        let next = afterAnswer
-        afterAnswer = nil
-        next?()
+        switch next {
+        case .close: close()
+        case .nextRequest: nextRequest()
+        case .tunnel(let destination, let loadContext): openTunnel(destination, context: loadContext)
+        }
+    }
+
+    /// Waits for the next request head on a kept-alive client connection.
+    func nextRequest() {
+        if loop.draining { return close() }
+        enterReadingHead()
+        arm(after: context.configuration.headTimeout) { [self] in close() }
+        if !inbound.isEmpty { readHead() }
     }
 
     func log() {
@@ -319,13 +459,18 @@ final class ProxyConnection {
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
     func finish() {
-        guard state != .closed else { return }
-        if let current = exchange {
-            record.bytesUp = current.bytesUp
-            record.bytesDown = current.bytesDown
-        } else {
-            record.bytesUp = (pumps.first?.bytes ?? 0) + inspectedUp
-            record.bytesDown = (pumps.last?.bytes ?? 0) + inspectedDown
+        switch state {
+        case .closed:
+            return
+        case .exchanging(let exchange):
+            record.bytesUp = exchange.bytesUp
+            record.bytesDown = exchange.bytesDown
+        case .relaying(let up, let down):
+            // Plus what a watched handshake wrote itself before the relay took over.
+            record.bytesUp += up.bytes
+            record.bytesDown += down.bytes
+        default:
+            break
         }
         if judgementPending {
             record.durationMilliseconds = (monotonic() - started) * 1000
@@ -337,18 +482,13 @@ final class ProxyConnection {
     }
 
     func close() {
-        guard state != .closed else { return }
-        state = .closed
+        guard !isClosed else { return }
+        enterClosed()
         disarm()
         client.close()
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
-        for pump in pumps {
-            pump.onFinish = {}
-            pump.onError = { _ in }
-            pump.onProgress = {}
-        }
         loop.connections[ObjectIdentifier(self)] = nil
         context.connectionClosed()
     }
@@ -356,7 +496,7 @@ final class ProxyConnection {
     /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
-        if state == .readingHead, inbound.isEmpty { close() }
+        if case .readingHead = state, inbound.isEmpty { close() }
     }
 
     /// The stop's grace period is over: ends the connection with a record saying so.

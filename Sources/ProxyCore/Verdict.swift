@@ -107,12 +107,13 @@ enum Verdict {
     }
 }
 
-/// How a verdict reaches the client: an HTTP answer, a TLS fatal alert in a watched handshake, or
-/// (mid-relay, where the stream is encrypted) a cut.
+/// How a verdict reaches the client: an HTTP answer (after which a kept-alive client's next request
+/// is read), a TLS fatal alert in a watched handshake, or (mid-relay, where the stream is encrypted,
+/// or mid-response) a cut.
 enum Delivery {
-    case http(keepAlive: Bool, then: (() -> Void)?)
+    case http(keepAlive: Bool)
     case alert(AlertDescription, recordVersion: UInt16)
     case cut
 
-    static let close = Delivery.http(keepAlive: false, then: nil)
+    static let close = Delivery.http(keepAlive: false)
 }

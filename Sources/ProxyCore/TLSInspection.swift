@@ -1,0 +1,242 @@
+import ATSPolicy
+import TLSWire
+
+/// A CONNECT tunnel's TLS handshake, watched but not terminated, as a value with no sockets: bytes
+/// from each side go in, and what to do comes out as steps (refuse with this alert, ask for a
+/// certificate verdict, release the tunnel to the relay), in the shape of swift-nio's
+/// ProtocolNegotiationHandlerStateMachine. The connection (ProxyConnection+TLS.swift) only executes
+/// the steps and writes the bytes the inspection has cleared (`toOrigin`, `toClient`).
+///
+/// The rules it applies: nothing goes to the origin before the ClientHello's SNI is checked against
+/// the CONNECT host; the server's first flight is held until its ServerHello meets R14 and, unless
+/// verdicts run in parallel, until the certificate verdict (R15-R17) is known.
+struct TLSInspection {
+    /// What the proxy knows about the destination, fixed when the tunnel opened.
+    struct Policy {
+        var destination: Destination
+        var requirements: Requirements
+        var pin: PinnedDomain?
+        var sniMismatch: SNIMismatchAction
+        var certificateMode: CertificateMode
+    }
+
+    /// How the certificate is to be judged.
+    enum Judgement: Equatable {
+        /// TLS 1.2 and below: the chain the server sent, in the clear.
+        case chain([[UInt8]])
+        /// TLS 1.3 (the certificate is encrypted) or a resumption: a probe of the same address with
+        /// the client's server name.
+        case probe(serverName: String?)
+    }
+
+    /// What the connection does next, in order; after a refusal it enforces, the rest is dropped
+    /// (in report mode an ATS refusal is only recorded and the steps after it run).
+    enum Step {
+        /// A finding for the record's message that blocks nothing.
+        case note(String)
+        /// End the handshake: the verdict for the record, the alert for the client.
+        case refuse(Verdict, AlertDescription)
+        /// Ask for the certificate verdict; `holding` means the server's bytes wait for it.
+        case judge(Judgement, holding: Bool)
+        /// The origin refused the handshake with a fatal alert; the client hears it (released).
+        case serverAlert(TLSAlert)
+        /// The handshake is accepted (or no longer watched): hand the tunnel to the relay, after
+        /// writing what is still held.
+        case release
+        /// One side closed or failed before the handshake completed.
+        case ended(String, origin: Bool)
+    }
+
+    static let holdLimit = 256 * 1024
+
+    let policy: Policy
+    private var clientReader = TLSHandshakeReader()
+    private var serverReader = TLSHandshakeReader()
+    private(set) var clientHello: ClientHello?
+    private(set) var serverHello: ServerHello?
+    /// Client bytes cleared for the origin (after the ClientHello's check), not yet written.
+    var toOrigin: [UInt8] = []
+    /// Server bytes cleared for the client (a HelloRetryRequest flight, or everything once released).
+    var toClient: [UInt8] = []
+    /// Client bytes read before the ClientHello was whole, held until it is checked.
+    private var heldFromClient: [UInt8] = []
+    /// Server bytes held until the verdict.
+    private var heldFromServer: [UInt8] = []
+    private(set) var waitingForJudgement = false
+    private(set) var released = false
+
+    init(_ policy: Policy) {
+        self.policy = policy
+    }
+
+    /// The record version an alert of ours should carry (the server's, else the client's).
+    var alertRecordVersion: UInt16 {
+        serverReader.firstRecordVersion ?? clientReader.firstRecordVersion ?? 0x0303
+    }
+
+    /// Server bytes read and not yet passed on: the read side pauses above the hold limit.
+    var heldBytes: Int { heldFromServer.count + toClient.count }
+
+    // MARK: the client's side
+
+    mutating func receiveFromClient(_ bytes: [UInt8]) -> [Step] {
+        guard !bytes.isEmpty else { return [] }
+        if clientHello != nil {
+            toOrigin += bytes
+            return []
+        }
+        heldFromClient += bytes
+        let messages: [HandshakeMessage]
+        do {
+            messages = try clientReader.feed(bytes)
+        } catch {
+            return [.refuse(.answer(status: 400, .badRequest, message: "not a TLS handshake: \(error)"), .decodeError)]
+        }
+        guard let first = messages.first else {
+            if heldFromClient.count > Self.holdLimit {
+                return [.refuse(.answer(status: 400, .badRequest, message: "ClientHello larger than 256 KiB"), .decodeError)]
+            }
+            return []
+        }
+        guard first.type == .clientHello, let hello = try? ClientHello(first) else {
+            return [.refuse(.answer(status: 400, .badRequest,
+                                    message: "the first handshake message is not a valid ClientHello"), .decodeError)]
+        }
+        clientHello = hello
+        toOrigin += heldFromClient
+        heldFromClient = []
+        guard let problem = Self.sniMismatch(hello.serverName, policy.destination) else { return [] }
+        if policy.sniMismatch == .block { return [.refuse(.block(.sniMismatch, message: problem), .insufficientSecurity)] }
+        return [.note(problem)]
+    }
+
+    mutating func clientEnded(failed: Bool) -> [Step] {
+        [.ended(failed ? "the client connection failed during the TLS handshake" : "the client closed during the TLS handshake",
+                origin: false)]
+    }
+
+    /// SNI must name the host the CONNECT named (the decision was made for that host).
+    static func sniMismatch(_ serverName: String?, _ destination: Destination) -> String? {
+        guard let serverName else { return nil }
+        let sni = serverName.lowercased()
+        let named = destination.host.description
+        let sniHost = sni.hasSuffix(".") ? String(sni.dropLast()) : sni
+        let connectHost = named.hasSuffix(".") ? String(named.dropLast()) : named
+        if sniHost == connectHost { return nil }
+        return "TLS server name \(serverName) differs from the CONNECT host \(named): the decision was made for "
+            + "\(named), so the handshake is refused (set sni-mismatch = log to only log this)"
+    }
+
+    // MARK: the origin's side
+
+    mutating func receiveFromOrigin(_ bytes: [UInt8], ended: Bool) -> [Step] {
+        if released {
+            toClient += bytes
+            return []
+        }
+        heldFromServer += bytes
+        if waitingForJudgement { return [] }
+        let messages: [HandshakeMessage]
+        do {
+            messages = try serverReader.feed(bytes)
+        } catch {
+            return [.refuse(.fail(.upstreamProtocol, status: 502, message: "the origin's answer is not TLS: \(error)"),
+                            .handshakeFailure)]
+        }
+        var steps: [Step] = []
+        for message in messages {
+            if message.type == .serverHello {
+                guard let hello = try? ServerHello(message) else {
+                    return steps + [.refuse(.fail(.upstreamProtocol, status: 502,
+                                                  message: "the origin sent a malformed ServerHello"), .handshakeFailure)]
+                }
+                steps += serverHelloArrived(hello)
+                if released || waitingForJudgement || steps.contains(where: \.isJudgement) { return steps }
+            } else if message.type == .certificate, let hello = serverHello {
+                guard hello.negotiatedVersion < 0x0304 else { continue }
+                let chain = (try? CertificateMessage(message, format: .tls12))?.certificates ?? []
+                return steps + judge(.chain(chain))
+            } else if message.type == .serverHelloDone, serverHello != nil {
+                // A TLS 1.2 flight without a Certificate (PSK or anonymous suites): probe instead.
+                return steps + judge(.probe(serverName: clientHello?.serverName))
+            }
+        }
+        if serverReader.sawNonHandshakeRecord != nil {
+            if let alert = serverReader.alert {
+                // The origin refused the handshake itself: the client hears it.
+                return steps + [.serverAlert(alert)] + release()
+            }
+            // TLS 1.2 resumption (ChangeCipherSpec before any Certificate): judge the server by a probe.
+            if serverHello != nil { return steps + judge(.probe(serverName: clientHello?.serverName)) }
+        }
+        if ended { steps.append(.ended("the origin closed during the TLS handshake", origin: true)) }
+        return steps
+    }
+
+    /// R14 on the ServerHello, then what the certificate needs.
+    private mutating func serverHelloArrived(_ hello: ServerHello) -> [Step] {
+        let version = hello.negotiatedVersion
+        // The server reader skips the compatibility ChangeCipherSpec after a HelloRetryRequest by
+        // itself; the client reader must be told, or it would stop at the client's.
+        if hello.isHelloRetryRequest { clientReader.serverSentHelloRetryRequest() }
+        serverHello = hello
+        var steps: [Step] = []
+        if let violation = policy.requirements.wireViolation(version: version, suite: hello.cipherSuite,
+                                                             host: policy.destination.host.description,
+                                                             versionName: TLSProtocolVersion.name(for: version),
+                                                             suiteName: CipherSuite.name(for: hello.cipherSuite)) {
+            let alert: AlertDescription = violation.reason == .tlsVersion ? .protocolVersion : .insufficientSecurity
+            steps.append(.refuse(.block(Reason(violation.reason), message: violation.message), alert))
+        }
+        if hello.isHelloRetryRequest {
+            // The client needs the HelloRetryRequest to send its second ClientHello: pass the held
+            // bytes now; the real ServerHello that follows is judged as usual.
+            toClient += heldFromServer
+            heldFromServer = []
+            return steps
+        }
+        if policy.certificateMode == .off { return steps + release() }
+        if version >= 0x0304 { return steps + judge(.probe(serverName: clientHello?.serverName)) }
+        return steps // TLS 1.2 and below: the Certificate message follows in this flight
+    }
+
+    /// Asks for the verdict. Nothing can block a host without certificate checks or pins (R15): its
+    /// findings are only logged, so its handshake never waits for them; nor does it in parallel mode.
+    private mutating func judge(_ judgement: Judgement) -> [Step] {
+        let canBlock = policy.requirements.certificateChecks || policy.pin != nil
+        let holding = policy.certificateMode != .parallel && canBlock
+        waitingForJudgement = holding
+        return [.judge(judgement, holding: holding)]
+    }
+
+    // MARK: verdicts
+
+    /// The certificate verdict is in (at once from the cache, or later from the pool).
+    mutating func apply(_ judgement: ServerJudgement) -> [Step] {
+        waitingForJudgement = false
+        var steps: [Step] = []
+        if let refusal = Self.refusal(judgement) { steps.append(refusal) }
+        if let note = judgement.note { steps.append(.note(note)) }
+        if !released { steps += release() }
+        return steps
+    }
+
+    /// A verdict that blocks, as a refusal.
+    static func refusal(_ judgement: ServerJudgement) -> Step? {
+        guard let blocking = judgement.blocking else { return nil }
+        return .refuse(.block(Reason(rawValue: blocking.reason) ?? .upstreamTLS, message: blocking.message), blocking.alert)
+    }
+
+    /// Clears every held server byte for the client and stops watching.
+    mutating func release() -> [Step] {
+        released = true
+        waitingForJudgement = false
+        toClient += heldFromServer
+        heldFromServer = []
+        return [.release]
+    }
+}
+
+extension TLSInspection.Step {
+    var isJudgement: Bool { if case .judge = self { true } else { false } }
+}
