@@ -56,12 +56,15 @@ let package = Package(
             path: "Benchmarks/DecisionBenchmark"
         ),
 
-        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
-        .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
+        // What every test target shares: captured handshakes, loopback clients and origins, ports
+        // bound at 0, a seeded generator, an in-memory decision log.
+        .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),
+        .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"]),
+        .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
-        .testTarget(name: "CLITests", dependencies: ["atsgate"]),
+        .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),
     ]
 )

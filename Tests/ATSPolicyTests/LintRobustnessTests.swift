@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import ATSPolicy
 
 /// The linter never traps, whatever the dictionary holds, and every finding reads as documented.
@@ -7,17 +8,7 @@ import Testing
     typealias F = LintFixtures
 
     /// A small deterministic generator (SplitMix64), so failures reproduce.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ items: [T]) -> T { items[Int(next() % UInt64(items.count))] }
-    }
+    typealias Generator = SeededGenerator
 
     static let keys = ATSKey.topLevel + ATSKey.exceptionEntry + ATSKey.pinnedEntry + [ATSKey.spkiSHA256]
         + Array(KeySpelling.legacyKeys.keys) + [
@@ -48,7 +39,7 @@ import Testing
 
     @Test(arguments: 0..<8)
     func randomDictionariesNeverTrap(seed: Int) {
-        var generator = Generator(state: UInt64(seed))
+        var generator = Generator(seed: UInt64(seed))
         for _ in 0..<150 {
             guard case .dictionary(let dictionary) = Self.value(&generator, depth: 0) else { continue }
             for profile in Profile.allCases {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `atsgate diagnose` against real `openssl s_server` origins: PASS/FAIL per configuration, exit codes.
 @Suite(.serialized) struct DiagnoseCommandTests {

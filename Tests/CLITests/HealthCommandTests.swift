@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// `atsgate health` against real loopback servers: python's http.server stands in for the admin listener.
 @Suite struct HealthCommandTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// The strict HTTP/1.1 layer through the running daemon: a raw-socket client sends what a hostile
 /// client would, a raw-socket origin answers what a hostile origin would, and the tests assert the

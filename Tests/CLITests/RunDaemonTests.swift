@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `atsgate run` end to end: the real daemon on a loopback port, real curl and openssl clients, a local
 /// origin. Each test asserts bytes on the wire and the decision log record.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// The daemon as a service: reload on SIGHUP, graceful stop on SIGTERM, and the admin listener.
 @Suite(.serialized) struct ServiceTests {

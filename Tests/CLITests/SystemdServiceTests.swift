@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// The daemon under a (fake) service manager: notifications on a real NOTIFY_SOCKET, and sockets
 /// inherited through systemd-socket-activate.

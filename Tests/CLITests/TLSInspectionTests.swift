@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// TLS enforcement end to end (ATS-SPEC R13-R17): real curl and openssl clients through the daemon,
 /// which watches the handshake; real TLS origins with the test PKI; `curl -k`, so the proxy is the

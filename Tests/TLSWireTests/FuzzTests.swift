@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 import TLSWire
 
 /// Bounded, deterministic fuzzing from the real captures: every byte of every flight and every message

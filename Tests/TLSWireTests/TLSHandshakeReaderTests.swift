@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 import TLSWire
 
 /// The reader against real captured flights, however the bytes are chunked.

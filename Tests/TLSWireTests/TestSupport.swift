@@ -1,25 +1,5 @@
+import TestSupport
 import TLSWire
-
-/// Bytes from a hex string; whitespace is ignored so fixtures can wrap.
-func hexBytes(_ text: String) -> [UInt8] {
-    let digits = text.unicodeScalars.filter { !$0.properties.isWhitespace }.map { Character($0) }
-    precondition(digits.count % 2 == 0, "odd number of hex digits")
-    return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
-}
-
-/// SplitMix64: a seeded generator, so every "random" split and mutation repeats run after run.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Everything a reader reports for a stream: its messages, where the plaintext ended, and how.
 struct Transcript: Equatable, CustomStringConvertible {

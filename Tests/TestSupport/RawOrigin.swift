@@ -4,20 +4,32 @@ import Glibc
 /// A loopback origin that speaks raw bytes: it records everything each connection sends it and
 /// answers every request head it sees with scripted bytes (a hostile origin's response, exactly as
 /// written). Bounded: each connection reads with a 10 s timeout, and the origin stops with the test.
-final class RawOrigin: @unchecked Sendable {
-    let port: Int
+public final class RawOrigin: @unchecked Sendable {
+    public let port: Int
     private let listener: Int32
     private let lock = NSLock()
     private var connectionBytes: [[UInt8]] = []
     private var stopped = false
     private let reply: @Sendable (Int) -> [UInt8]
     private let closeAfterReply: Bool
+    /// Answer the first bytes of each connection, whatever they are (a TLS ClientHello has no blank line).
+    private let answerFirstBytes: Bool
 
     /// `reply(n)` answers the n-th request head (0-based, over all connections); `closeAfterReply`
     /// closes the connection after each answer (a close-delimited or truncated body).
-    init(closeAfterReply: Bool = false, reply: @escaping @Sendable (Int) -> String) throws {
-        self.reply = { Array(reply($0).utf8) }
+    public convenience init(closeAfterReply: Bool = false, reply: @escaping @Sendable (Int) -> String) throws {
+        try self.init(closeAfterReply: closeAfterReply, answerFirstBytes: false) { Array(reply($0).utf8) }
+    }
+
+    /// An origin that answers the first bytes of each connection with `bytes` (a TLS server's flight).
+    public convenience init(answeringFirstBytesWith bytes: [UInt8]) throws {
+        try self.init(closeAfterReply: false, answerFirstBytes: true) { _ in bytes }
+    }
+
+    private init(closeAfterReply: Bool, answerFirstBytes: Bool, bytes: @escaping @Sendable (Int) -> [UInt8]) throws {
+        self.reply = bytes
         self.closeAfterReply = closeAfterReply
+        self.answerFirstBytes = answerFirstBytes
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var yes: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
@@ -39,18 +51,18 @@ final class RawOrigin: @unchecked Sendable {
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
-    convenience init(closeAfterReply: Bool = false, always text: String) throws {
+    public convenience init(closeAfterReply: Bool = false, always text: String) throws {
         try self.init(closeAfterReply: closeAfterReply) { _ in text }
     }
 
     /// What each connection has sent so far, as text.
-    var received: [String] {
+    public var received: [String] {
         lock.withLock { connectionBytes.map { String(decoding: $0, as: UTF8.self) } }
     }
 
-    var connections: Int { lock.withLock { connectionBytes.count } }
+    public var connections: Int { lock.withLock { connectionBytes.count } }
 
-    func stop() {
+    public func stop() {
         lock.withLock { stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         Glibc.close(listener)
@@ -89,7 +101,7 @@ final class RawOrigin: @unchecked Sendable {
             if n <= 0 { return }
             seen += buffer[..<n]
             lock.withLock { connectionBytes[index] += buffer[..<n] }
-            let count = Self.headCount(seen)
+            let count = answerFirstBytes ? 1 : Self.headCount(seen)
             while heads < count {
                 heads += 1
                 let number = lock.withLock { () -> Int in

@@ -7,18 +7,18 @@
 // Tools: OpenSSL 3.0.19 27 Jan 2026 (Library: OpenSSL 3.0.19 27 Jan 2026); curl 7.88.1 (x86_64-pc-linux-gnu) libcurl/7.88.1 OpenSSL/3.0.19 zlib/1.2.13 brotli/1.0.9 zstd/1.5.4 libidn2/2.3.3 libpsl/0.21.2 (+libidn2/2.3.3) libssh2/1.10.0 nghttp2/1.52.0 librtmp/2.3 OpenLDAP/2.5.13.
 
 /// One captured connection: what the client sent and what the server sent.
-struct CapturedHandshake: Sendable, CustomStringConvertible {
-    let name: String
-    let clientToServer: [UInt8]
-    let serverToClient: [UInt8]
-    var description: String { name }
+public struct CapturedHandshake: Sendable, CustomStringConvertible {
+    public let name: String
+    public let clientToServer: [UInt8]
+    public let serverToClient: [UInt8]
+    public var description: String { name }
 }
 
-enum CapturedHandshakes {
+public enum CapturedHandshakes {
     /// TLS 1.3, openssl s_client with SNI and ALPN h2,http/1.1.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_3 -alpn h2,http/1.1`
-    static let tls13 = CapturedHandshake(name: "tls13", clientToServer: hexBytes("""
+    public static let tls13 = CapturedHandshake(name: "tls13", clientToServer: hexBytes("""
         160301010601000102030372441ca3cfc4753150875cd197dd0e59baf76d3415ed531c9861be6acda96b34206c4e65ab
         b2aafdeb6955920d6eba0b6695cecb6f4aae5a1f2fb5e2a94d70dcd2000813021303130100ff010000b1000000140012
         00000f6170692e6578616d706c652e636f6d000b000403000102000a00160014001d0017001e00190018010001010102
@@ -37,7 +37,7 @@ enum CapturedHandshakes {
     /// TLS 1.3 with a HelloRetryRequest: the client offers an X25519 key share, the server only accepts P-256.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet -groups P-256`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_3 -groups X25519:P-256`
-    static let tls13HelloRetry = CapturedHandshake(name: "tls13HelloRetry", clientToServer: hexBytes("""
+    public static let tls13HelloRetry = CapturedHandshake(name: "tls13HelloRetry", clientToServer: hexBytes("""
         16030100e4010000e0030388c0e9466cef0a8e39886d888a94e797140e27169bd5c79993797ac28c51754d2090ae236b
         d3587a7fd0833184076d7dfbe011b6da34900cf97b4cc765822e3785000813021303130100ff0100008f000000140012
         00000f6170692e6578616d706c652e636f6d000b000403000102000a00060004001d0017002300000016000000170000
@@ -63,7 +63,7 @@ enum CapturedHandshakes {
     /// TLS 1.2, ECDHE-RSA-AES128-GCM-SHA256 (0xC02F).
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256`
-    static let tls12EcdheRSA = CapturedHandshake(name: "tls12EcdheRSA", clientToServer: hexBytes("""
+    public static let tls12EcdheRSA = CapturedHandshake(name: "tls12EcdheRSA", clientToServer: hexBytes("""
         160301009b010000970303dfb3d23e0a9584ebf65fdced2833e4ef60e5d9efdfd6ff79fffb9e419dca8e14000004c02f
         00ff0100006a00000014001200000f6170692e6578616d706c652e636f6d000b000403000102000a000c000a001d0017
         001e00190018002300000016000000170000000d002a0028040305030603080708080809080a080b0804080508060401
@@ -108,7 +108,7 @@ enum CapturedHandshakes {
     /// TLS 1.2, AES128-SHA (0x002F, RSA key exchange, no forward secrecy).
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_2 -cipher AES128-SHA`
-    static let tls12RSA = CapturedHandshake(name: "tls12RSA", clientToServer: hexBytes("""
+    public static let tls12RSA = CapturedHandshake(name: "tls12RSA", clientToServer: hexBytes("""
         16030100830100007f0303d7141c9bea1ad5bb4ae851567a4bfbc1ece83f0f91d19b9f6a2123316ddea864000004002f
         00ff0100005200000014001200000f6170692e6578616d706c652e636f6d002300000016000000170000000d002a0028
         040305030603080708080809080a080b0804080508060401050106010303030103020402050206021603030106100001
@@ -153,7 +153,7 @@ enum CapturedHandshakes {
     /// TLS 1.2 ECDHE-RSA with the server's records capped at 512 bytes (-max_send_frag 512): the Certificate message spans several records.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet -max_send_frag 512`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256`
-    static let tls12Fragmented = CapturedHandshake(name: "tls12Fragmented", clientToServer: hexBytes("""
+    public static let tls12Fragmented = CapturedHandshake(name: "tls12Fragmented", clientToServer: hexBytes("""
         160301009b01000097030327ae682b9117ab791c1c3705570075f119c5ba8c3eca93b1a66cbeb852eef8d4000004c02f
         00ff0100006a00000014001200000f6170692e6578616d706c652e636f6d000b000403000102000a000c000a001d0017
         001e00190018002300000016000000170000000d002a0028040305030603080708080809080a080b0804080508060401
@@ -198,7 +198,7 @@ enum CapturedHandshakes {
     /// TLS 1.0 (both sides at @SECLEVEL=0), ECDHE-RSA-AES256-SHA.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet -cipher DEFAULT:@SECLEVEL=0`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1 -cipher DEFAULT:@SECLEVEL=0`
-    static let tls10 = CapturedHandshake(name: "tls10", clientToServer: hexBytes("""
+    public static let tls10 = CapturedHandshake(name: "tls10", clientToServer: hexBytes("""
         160301007b0100007703016637421c3ba551d5739c726c8333ce01bf342381bd77be0a10fab7e24a35c591000012c00a
         c0140039c009c01300330035002f00ff0100003c00000014001200000f6170692e6578616d706c652e636f6d000b0004
         03000102000a000c000a001d0017001e00190018002300000016000000170000160301002510000021203efc15a1ab3a
@@ -243,7 +243,7 @@ enum CapturedHandshakes {
     /// A TLS 1.3-only client against a TLS 1.2-only server: the server answers the ClientHello with a fatal protocol_version alert.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet -tls1_2`
     /// client: `openssl s_client -connect 127.0.0.1:PORT -servername api.example.com -tls1_3`
-    static let protocolVersionAlert = CapturedHandshake(name: "protocolVersionAlert", clientToServer: hexBytes("""
+    public static let protocolVersionAlert = CapturedHandshake(name: "protocolVersionAlert", clientToServer: hexBytes("""
         16030100f4010000f00303f713ab4de6d56a77913104e14c1605424f2276c14f75e993e5c7caf60032c286201db93a98
         73bab4d54fcc5556e0f6691b49d0feb435fe4554a50c62a52bd9eb77000813021303130100ff0100009f000000140012
         00000f6170692e6578616d706c652e636f6d000b000403000102000a00160014001d0017001e00190018010001010102
@@ -257,7 +257,7 @@ enum CapturedHandshakes {
     /// curl's ClientHello (SNI api.example.com, ALPN h2,http/1.1) and the server's TLS 1.3 answer.
     /// server: `openssl s_server -accept 127.0.0.1:PORT -cert cert.pem -key key.pem -www -quiet`
     /// client: `curl --silent --insecure --max-time 10 --resolve api.example.com:PORT:127.0.0.1 https://api.example.com:PORT/`
-    static let curl = CapturedHandshake(name: "curl", clientToServer: hexBytes("""
+    public static let curl = CapturedHandshake(name: "curl", clientToServer: hexBytes("""
         1603010200010001fc0303cb44408fbc13b1109f59a0bbe80da639bcd3a2815898a6d6feb468ee4b861c9a20e355698e
         15bc6bfbcbddd16d073f4f732ee299784817a2ccb7a10b9b0a31ba7c003e130213031301c02cc030009fcca9cca8ccaa
         c02bc02f009ec024c028006bc023c0270067c00ac0140039c009c0130033009d009c003d003c0035002f00ff01000175
@@ -278,7 +278,7 @@ enum CapturedHandshakes {
         75b7c3a823af6c7cdbe7c2a9b93ae0611b
         """))
 
-    static let all: [CapturedHandshake] = [
+    public static let all: [CapturedHandshake] = [
         tls13, tls13HelloRetry, tls12EcdheRSA, tls12RSA, tls12Fragmented, tls10, protocolVersionAlert, curl,
     ]
 }

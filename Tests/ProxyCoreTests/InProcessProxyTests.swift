@@ -1,0 +1,76 @@
+import ATSPolicy
+import Foundation
+import Testing
+import TestSupport
+@testable import ProxyCore
+
+/// The proxy run in-process with its decision log in memory: connection behaviour asserted from the
+/// records themselves, next to the same behaviours tested through the binary (CLITests).
+@Suite(.serialized) struct InProcessProxyTests {
+    private func start(_ configure: (inout ProxyConfiguration) -> Void = { _ in }) throws -> (ProxyServer, MemoryLog, Int) {
+        var configuration = ProxyConfiguration()
+        configuration.listen = [SocketAddress(ip: .v4(0x7F00_0001), port: 0)]
+        configuration.logFormat = .journal
+        configuration.loopCount = 1
+        configure(&configuration)
+        let log = MemoryLog()
+        let server = try ProxyServer(configuration: configuration, sink: log.sink)
+        server.start()
+        return (server, log, try #require(server.boundAddresses.first).port)
+    }
+
+    private func stop(_ server: ProxyServer) {
+        let stopped = DispatchSemaphore(value: 0)
+        server.stop(grace: 1, completion: { _ in stopped.signal() })
+        _ = stopped.wait(timeout: .now() + 10)
+    }
+
+    @Test func aForwardedRequestIsRecordedAsAnAllowWithItsStatus() throws {
+        let origin = try RawOrigin(always: "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        let (server, log, port) = try start()
+        defer { stop(server) }
+        let client = try RawClient(port: port)
+        client.send("GET http://127.0.0.1:\(origin.port)/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(client.readAll().hasSuffix("\r\n\r\nok"))
+        let record = try #require(log.wait(for: 1).first)
+        #expect(record["action"] == "allow")
+        #expect(record["status"] == "200")
+        #expect(record["method"] == "GET")
+        #expect(record["upstream_ip"] == "127.0.0.1")
+    }
+
+    @Test func aHeadTimeoutIsAnErrorRecord() throws {
+        let (server, log, port) = try start { $0.headTimeout = 0.2 }
+        defer { stop(server) }
+        let client = try RawClient(port: port)
+        client.send("GET http://127.0.0.1:1/ HTTP/1.1\r\n")
+        #expect(client.readAll().hasPrefix("HTTP/1.1 408 Request Timeout\r\n"))
+        let record = try #require(log.wait(for: 1).first)
+        #expect(record["action"] == "error")
+        #expect(record["reason"] == "request-timeout")
+        #expect(record["status"] == "408")
+    }
+
+    /// An origin that answers the ClientHello with a fatal alert: the client hears the alert, and the
+    /// record names it (not a plain allow).
+    @Test func anOriginsFatalAlertInAWatchedHandshakeIsRecorded() throws {
+        let captured = CapturedHandshakes.protocolVersionAlert
+        let origin = try RawOrigin(answeringFirstBytesWith: captured.serverToClient)
+        let (server, log, port) = try start {
+            $0.connectPorts = [origin.port]
+            $0.resolve = ["api.example.com": [.v4(0x7F00_0001)]] // the captured ClientHello's server name
+        }
+        defer { stop(server) }
+        let client = try RawClient(port: port)
+        client.send("CONNECT api.example.com:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+        client.send(captured.clientToServer)
+        let alert = client.read(until: "\u{2}")
+        #expect(alert.utf8.first == 0x15, "the client got the origin's alert record")
+        client.close()
+        let record = try #require(log.wait(for: 1).first)
+        #expect(record["action"] == "error")
+        #expect(record["reason"] == "server-alert")
+        #expect(record["message"]?.contains("protocol_version") == true, "\(record)")
+    }
+}
