@@ -26,9 +26,12 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
-        // GNU calls Swift cannot import (splice, pipe2, accept4).
+        // GNU calls Swift cannot import (splice, pipe2, accept4, eventfd, epoll).
         .target(name: "CAtsgateShims"),
-        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy"]),
+        // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
+        // getaddrinfo, with EINTR and EAGAIN handled once, for ProxyCore, TLSClient and the executable.
+        .target(name: "POSIX", dependencies: ["ATSPolicy", "CAtsgateShims"]),
+        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
 
         // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
@@ -36,7 +39,7 @@ let package = Package(
         // Dispatch sources; the target keeps Swift 5 mode, and queue confinement is the rule in its code.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "CAtsgateShims", "TLSWire", "TLSClient"],
+            dependencies: ["ATSPolicy", "CAtsgateShims", "POSIX", "TLSWire", "TLSClient"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -44,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ProxyCore", "TLSClient", "Systemd",
+                "ATSPolicy", "POSIX", "ProxyCore", "TLSClient", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -61,7 +64,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "TestSupport"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "POSIX", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.

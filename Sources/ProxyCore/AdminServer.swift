@@ -1,6 +1,7 @@
 import CAtsgateShims
 import Dispatch
 import Glibc
+import POSIX
 
 /// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running) and
 /// `/readyz` (accepting; 503 once a stop began). It lives on the first loop; each request is answered
@@ -27,9 +28,8 @@ final class AdminServer {
 
     private func accept() {
         for _ in 0..<16 {
-            let client = atsgate_accept(fd, nil, nil)
-            guard client >= 0 else { return }
-            AdminExchange(fd: client, loop: loop, server: server).start()
+            guard let client = try? SystemCall.accept(fd) else { return }
+            AdminExchange(fd: client.fd, loop: loop, server: server).start()
         }
     }
 }

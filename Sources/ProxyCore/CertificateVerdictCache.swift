@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import Synchronization
 import TLSWire
+import POSIX
 
 /// What the proxy concluded about a server: a refusal with its alert, or a pass with the findings it
 /// tolerated, and the leaf certificate's facts for the log.

@@ -1,5 +1,6 @@
 import CAtsgateShims
 import Glibc
+import POSIX
 
 /// One socket descriptor on one event-loop queue: read and write interest, each with its handler.
 /// Interest changes are inline epoll_ctl calls on the loop's `Poller`; on `close()` the descriptor is
@@ -69,9 +70,8 @@ final class Channel {
     /// Closes with a reset instead of an orderly end (SO_LINGER 0): the peer sees an error, never
     /// an end of stream it could take for a complete message.
     func abort() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-        close()
+        guard leave(deregistering: false) else { return }
+        Socket.abort(fd)
     }
 
     /// Marks the channel closed, tells the poller (taking the descriptor out of the epoll set only

@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import Foundation
 import Glibc
+import POSIX
 
 /// The format of the decision log (INTERFACE.md).
 public enum LogFormat: String, Sendable, CaseIterable {

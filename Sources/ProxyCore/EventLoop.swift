@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import POSIX
 
 /// One event loop: a serial Dispatch queue and what lives on it (readiness, deadlines, idle origin
 /// connections). Everything here is touched only from `queue`.

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Glibc
+import POSIX
 
 /// Receives a decision record's fields in order (`LogRecord.visit`). A nil value is a JSON null.
 protocol LogFieldVisitor {

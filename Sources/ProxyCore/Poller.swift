@@ -1,6 +1,7 @@
 import Dispatch
 import CAtsgateShims
 import Glibc
+import POSIX
 
 /// Readiness for one event-loop queue: its own epoll instance, watched by a single Dispatch read
 /// source, so the loop stays Dispatch's while every descriptor's interest is changed with one inline
@@ -14,7 +15,7 @@ import Glibc
 /// forgotten here before it is closed (the close itself takes it out of the epoll set: no proxy
 /// socket is ever duplicated or inherited by a child).
 final class Poller {
-    private let epoll: Int32
+    private let epoll: Epoll
     private let source: DispatchSourceRead
     private var channels: [Int32: Channel] = [:]
     private var events = [epoll_event](repeating: epoll_event(), count: 256)
@@ -24,40 +25,36 @@ final class Poller {
     private var woken = false
 
     init(queue: DispatchQueue) {
-        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        precondition(epoll >= 0, "epoll_create1 failed: \(errno)")
-        wakeFD = atsgate_eventfd()
-        precondition(wakeFD >= 0, "eventfd failed: \(errno)")
-        var wakeEvent = epoll_event()
-        wakeEvent.events = EPOLLIN.rawValue
-        wakeEvent.data.fd = wakeFD
-        epoll_ctl(epoll, EPOLL_CTL_ADD, wakeFD, &wakeEvent)
-        source = DispatchSource.makeReadSource(fileDescriptor: epoll, queue: queue)
+        do {
+            epoll = try Epoll()
+            wakeFD = try SystemCall.eventFD()
+        } catch {
+            preconditionFailure("an event loop cannot start: \(error)")
+        }
+        epoll.control(.add, wakeFD, events: EPOLLIN.rawValue)
+        source = DispatchSource.makeReadSource(fileDescriptor: epoll.fd, queue: queue)
         source.setEventHandler { [unowned self] in drain() }
         source.resume()
     }
 
     /// Adds, changes or removes (`events == 0`) a descriptor's interest.
     func update(_ channel: Channel, events wanted: UInt32, registered: Bool) -> Bool {
-        var event = epoll_event()
-        event.events = wanted
-        event.data.fd = channel.fd
-        let operation: Int32
+        let operation: Epoll.Operation
         if wanted == 0 {
             guard registered else { return false }
-            operation = EPOLL_CTL_DEL
+            operation = .delete
             channels[channel.fd] = nil
         } else {
-            operation = registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD
+            operation = registered ? .modify : .add
             channels[channel.fd] = channel
         }
-        return epoll_ctl(epoll, operation, channel.fd, &event) == 0 && wanted != 0
+        return epoll.control(operation, channel.fd, events: wanted) && wanted != 0
     }
 
     /// Takes a descriptor out of the epoll set (one that stays open, such as a listening socket
     /// every loop watches) and forgets it.
     func remove(_ channel: Channel, registered: Bool) {
-        if registered { epoll_ctl(epoll, EPOLL_CTL_DEL, channel.fd, nil) }
+        if registered { epoll.control(.delete, channel.fd) }
         forget(channel)
     }
 
@@ -69,8 +66,7 @@ final class Poller {
 
     /// Ends the drain in progress, or the next one, after its current batch. Any thread may call it.
     func wake() {
-        var one: UInt64 = 1
-        _ = Glibc.write(wakeFD, &one, MemoryLayout<UInt64>.size)
+        SystemCall.signal(eventFD: wakeFD)
     }
 
     private func drain() {
@@ -86,14 +82,13 @@ final class Poller {
         woken = false
         while !woken, monotonicMilliseconds() - started < Poller.budget {
             let count = events.withUnsafeMutableBufferPointer { buffer in
-                epoll_wait(epoll, buffer.baseAddress, Int32(buffer.count), Poller.linger)
+                epoll.wait(into: buffer, timeoutMilliseconds: Poller.linger)
             }
             guard count > 0 else { return }
             for index in 0..<Int(count) {
                 let event = events[index]
                 if event.data.fd == wakeFD {
-                    var count: UInt64 = 0
-                    _ = Glibc.read(wakeFD, &count, MemoryLayout<UInt64>.size)
+                    SystemCall.drain(eventFD: wakeFD)
                     woken = true
                     continue
                 }

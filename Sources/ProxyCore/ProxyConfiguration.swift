@@ -1,5 +1,6 @@
 import ATSPolicy
 import TLSClient
+import POSIX
 
 /// Whether blocks are enforced or only logged.
 public enum ProxyMode: String, Sendable, CaseIterable {

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Glibc
+import POSIX
 
 /// Absolute-form requests: block, redirect, or forward with client keep-alive and pooled origins.
 extension ProxyConnection {

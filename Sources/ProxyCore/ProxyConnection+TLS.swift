@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import Glibc
 import TLSWire
+import POSIX
 
 /// The executor of a watched TLS handshake (TLSInspection decides; this file reads, writes and
 /// applies its steps). A refusal is a TLS fatal alert to the client, both sides closed, and a record.

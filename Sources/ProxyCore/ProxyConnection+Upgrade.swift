@@ -1,6 +1,7 @@
 import ATSPolicy
 import Dispatch
 import TLSClient
+import POSIX
 
 /// `--cleartext upgrade`: a plain request to a host that forbids cleartext is carried to the origin
 /// over TLS that meets the host's requirements (R13-R17); the response streams back as usual. A

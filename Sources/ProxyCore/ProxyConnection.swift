@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import TLSClient
 import TLSWire
+import POSIX
 
 /// One client connection, confined to one serial queue of the event loop. The data flow: request
 /// head (here) -> destination -> decision -> verdict (`enforce`, here) -> a tunnel

@@ -3,6 +3,7 @@ import CAtsgateShims
 import Dispatch
 import Glibc
 import Synchronization
+@_exported import POSIX
 
 /// The listening side of the proxy. Every loop queue (about one per core) watches every listening
 /// socket in its own poller and accepts for itself, so a new connection is handled where it was
@@ -254,24 +255,24 @@ public final class ProxyServer: @unchecked Sendable {
             if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
                 return pause(loop)
             }
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let fd = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { atsgate_accept(listenFD, $0, &length) }
-            }
-            if fd < 0 {
-                switch errno {
-                case EINTR, ECONNABORTED: continue
+            let accepted: (fd: Int32, peer: SocketAddress?)
+            do {
+                // nil: another loop took it, or the backlog is empty.
+                guard let next = try SystemCall.accept(listenFD) else { return }
+                accepted = next
+            } catch {
+                switch error.code {
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors: stop accepting for a moment instead of spinning.
                     pause(loop)
                     loop.queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in resume(loop) }
-                    return
                 default:
-                    return // EAGAIN: another loop took it, or the backlog is empty
+                    break
                 }
+                return
             }
-            guard let client = SocketAddress(storage: storage) else {
+            let fd = accepted.fd
+            guard let client = accepted.peer else {
                 SystemCall.close(fd)
                 continue
             }

@@ -1,3 +1,4 @@
+import POSIX
 /// Moves one direction of a connection: first any bytes held in user space (the inspected prefix,
 /// a rewritten request head), then everything else through a pipe with splice(2), never copying.
 /// End of input becomes a half-close of the output (shutdown SHUT_WR), unless the other direction has

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Dispatch
 import Glibc
+import POSIX
 
 /// Turns a destination host into addresses without blocking the event loop: IP literals and pinned
 /// names (`--resolve NAME=IP`) answer at once; other names go to getaddrinfo on the blocking pool.
@@ -25,38 +26,10 @@ final class Resolver: @unchecked Sendable {
                 return
             }
             pool.submit {
-                let result = Resolver.lookup(name)
+                let result = AddressLookup.resolve(name).mapError { ResolveError(message: $0.message) }
                 loop.execute { completion(result) }
             }
         }
-    }
-
-    private static func lookup(_ name: String) -> Result<[IPAddress], ResolveError> {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_family = AF_UNSPEC
-        hints.ai_flags = AI_ADDRCONFIG
-        var list: UnsafeMutablePointer<addrinfo>?
-        let status = getaddrinfo(name, nil, &hints, &list)
-        guard status == 0, let first = list else {
-            return .failure(ResolveError(message: "cannot resolve \(name): \(String(cString: gai_strerror(status)))"))
-        }
-        defer { freeaddrinfo(first) }
-        var addresses: [IPAddress] = []
-        var cursor: UnsafeMutablePointer<addrinfo>? = first
-        while let entry = cursor {
-            if let raw = entry.pointee.ai_addr {
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { target in
-                    target.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: Int(entry.pointee.ai_addrlen)))
-                }
-                if let address = SocketAddress(storage: storage), !addresses.contains(address.ip) {
-                    addresses.append(address.ip)
-                }
-            }
-            cursor = entry.pointee.ai_next
-        }
-        return addresses.isEmpty ? .failure(ResolveError(message: "no addresses for \(name)")) : .success(addresses)
     }
 }
 

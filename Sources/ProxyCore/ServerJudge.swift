@@ -1,6 +1,7 @@
 import ATSPolicy
 import TLSClient
 import TLSWire
+import POSIX
 
 /// Turns TLSClient's certificate evaluation and probes into the proxy's judgements.
 struct ServerJudge: Sendable {

@@ -1,3 +1,4 @@
+import POSIX
 /// Idle keep-alive connections to origins, one pool per event-loop queue (so no locks), keyed by
 /// the origin's address. A parked connection is watched: any event while idle (the origin closing
 /// it, or bytes it should not send) removes and closes it.

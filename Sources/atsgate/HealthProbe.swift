@@ -1,4 +1,6 @@
+import ATSPolicy
 import Glibc
+import POSIX
 
 /// One HTTP/1.1 GET over a plain socket, bounded by a deadline, reading only the status line: all a
 /// health check needs, without curl or URLSession in the image.
@@ -57,40 +59,27 @@ struct HealthProbe {
 
     /// Tries each address the host resolves to (a name may give ::1 and 127.0.0.1) until one accepts.
     private func connect(before deadline: ContinuousClock.Instant) throws(Failure) -> Int32 {
-        var hints = addrinfo()
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV | AI_ADDRCONFIG
-        var list: UnsafeMutablePointer<addrinfo>?
-        let resolved = getaddrinfo(target.host, String(target.port), &hints, &list)
-        guard resolved == 0, let list else {
-            throw Failure("cannot resolve \(target.host): \(String(cString: gai_strerror(resolved)))")
+        let addresses: [IPAddress]
+        switch AddressLookup.resolve(target.host) {
+        case .success(let resolved): addresses = resolved
+        case .failure(let failure): throw Failure(failure.message)
         }
-        defer { freeaddrinfo(list) }
         var lastError = Failure("no address for \(target.host)")
-        var entry: UnsafeMutablePointer<addrinfo>? = list
-        while let address = entry?.pointee {
-            entry = address.ai_next
-            let fd = socket(address.ai_family, address.ai_socktype | Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue),
-                            address.ai_protocol)
-            guard fd >= 0 else { lastError = Failure("socket: \(errorText())"); continue }
-            if Glibc.connect(fd, address.ai_addr, address.ai_addrlen) == 0 { return fd }
-            guard errno == EINPROGRESS else {
-                lastError = Failure("cannot connect: \(errorText())")
-                close(fd)
-                continue
+        for ip in addresses {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { throw Failure("no answer within \(Self.seconds(timeout)) (connecting)") }
+            let seconds = Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18
+            let connected = Result { () throws(SystemError) in
+                try Socket.connect(to: SocketAddress(ip: ip, port: target.port), timeout: seconds)
             }
-            do {
-                try wait(for: Int16(POLLOUT), on: fd, before: deadline, doing: "connecting")
-            } catch {
-                close(fd)
-                throw error
+            switch connected {
+            case .success(let fd):
+                return fd
+            case .failure(let error) where error.code == ETIMEDOUT:
+                throw Failure("no answer within \(Self.seconds(timeout)) (connecting)")
+            case .failure(let error):
+                lastError = Failure("cannot connect: \(String(cString: strerror(error.code)))")
             }
-            var code: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-            if code == 0 { return fd }
-            lastError = Failure("cannot connect: \(String(cString: strerror(code)))")
-            close(fd)
         }
         throw lastError
     }
@@ -132,14 +121,10 @@ struct HealthProbe {
 
     private func wait(for events: Int16, on fd: Int32, before deadline: ContinuousClock.Instant,
                       doing activity: String) throws(Failure) {
-        while true {
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else { throw Failure("no answer within \(Self.seconds(timeout)) (\(activity))") }
-            var request = pollfd(fd: fd, events: events, revents: 0)
-            let milliseconds = Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
-            let ready = poll(&request, 1, milliseconds)
-            if ready > 0 { return }
-            if ready < 0, errno != EINTR { throw Failure("poll: \(errorText())") }
+        switch Poll.wait(fd: fd, events: events, until: deadline) {
+        case .ready: return
+        case .timedOut: throw Failure("no answer within \(Self.seconds(timeout)) (\(activity))")
+        case .failed(let code): throw Failure("poll: \(String(cString: strerror(code)))")
         }
     }
 

@@ -31,10 +31,10 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         self.init(ip: ip, port: port)
     }
 
-    var family: Int32 { ip.isIPv4 ? AF_INET : AF_INET6 }
+    public var family: Int32 { ip.isIPv4 ? AF_INET : AF_INET6 }
 
     /// Calls `body` with this address as a sockaddr.
-    func withSockAddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+    public func withSockAddr<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
         switch ip {
         case .v4(let value):
             var address = sockaddr_in()
@@ -58,7 +58,7 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Reads a sockaddr filled in by accept(2) or getsockname(2).
-    init?(storage: sockaddr_storage) {
+    public init?(storage: sockaddr_storage) {
         var storage = storage
         switch Int32(storage.ss_family) {
         case AF_INET:

@@ -1,15 +1,20 @@
 import Glibc
 
-/// poll(2) on one descriptor with a timeout in seconds; EINTR restarts with the time left.
-enum Poll {
-    enum Outcome: Equatable {
+/// poll(2) on one descriptor with a timeout in seconds, on the monotonic clock; EINTR restarts with
+/// the time left.
+public enum Poll {
+    public enum Outcome: Equatable, Sendable {
         case ready
         case timedOut
         case failed(Int32)
     }
 
-    static func wait(fd: Int32, events: Int16, timeout: Double) -> Outcome {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
+    public static func wait(fd: Int32, events: Int16, timeout: Double) -> Outcome {
+        wait(fd: fd, events: events, until: ContinuousClock.now + .milliseconds(Int64(timeout * 1000)))
+    }
+
+    /// Waits for `events` until `deadline` (ContinuousClock is CLOCK_MONOTONIC here).
+    public static func wait(fd: Int32, events: Int16, until deadline: ContinuousClock.Instant) -> Outcome {
         while true {
             let left = ContinuousClock.now.duration(to: deadline)
             let milliseconds = max(0, Int32(clamping: left.components.seconds * 1000
@@ -23,7 +28,7 @@ enum Poll {
     }
 
     /// "5 s", "0.5 s".
-    static func seconds(_ value: Double) -> String {
+    public static func seconds(_ value: Double) -> String {
         value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
     }
 }

@@ -2,8 +2,8 @@ import CAtsgateShims
 import Glibc
 
 /// Non-blocking TCP sockets: listening and connecting. Descriptors are returned to the caller to own.
-enum Socket {
-    static func listen(on address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
+public enum Socket {
+    public static func listen(on address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
         let fd = atsgate_socket(address.family, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
         var one: Int32 = 1
@@ -26,7 +26,7 @@ enum Socket {
 
     /// Starts a non-blocking connect; the caller asks `connectProgress`, and if it is still in progress
     /// waits for writability and then calls `connectResult`.
-    static func startConnect(to address: SocketAddress) throws(SystemError) -> Int32 {
+    public static func startConnect(to address: SocketAddress) throws(SystemError) -> Int32 {
         let fd = atsgate_socket(address.family, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
         setNoDelay(fd)
@@ -40,14 +40,14 @@ enum Socket {
     }
 
     /// The outcome of a finished non-blocking connect (SO_ERROR), 0 on success.
-    static func connectResult(_ fd: Int32) -> Int32 {
+    public static func connectResult(_ fd: Int32) -> Int32 {
         var code: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length) == 0 else { return errno }
         return code
     }
 
-    enum ConnectProgress: Equatable {
+    public enum ConnectProgress: Equatable, Sendable {
         case connected
         case inProgress
         case failed(Int32)
@@ -57,7 +57,7 @@ enum Socket {
     /// EISCONN) once established, EALREADY while the handshake runs, else the connection's error. On
     /// loopback and fast LANs the handshake is usually done by the time the first connect(2) returns,
     /// and this one call replaces a poll(2) and a getsockopt(SO_ERROR).
-    static func connectProgress(_ fd: Int32, to address: SocketAddress) -> ConnectProgress {
+    public static func connectProgress(_ fd: Int32, to address: SocketAddress) -> ConnectProgress {
         guard address.withSockAddr({ Glibc.connect(fd, $0, $1) }) != 0 else { return .connected }
         switch errno {
         case EISCONN: return .connected
@@ -66,7 +66,7 @@ enum Socket {
         }
     }
 
-    static func localAddress(_ fd: Int32) -> SocketAddress? {
+    public static func localAddress(_ fd: Int32) -> SocketAddress? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let ok = withUnsafeMutablePointer(to: &storage) {
@@ -76,20 +76,58 @@ enum Socket {
     }
 
     /// TCP_NODELAY; set on a listening socket, every accepted socket inherits it.
-    static func setNoDelay(_ fd: Int32) {
+    public static func setNoDelay(_ fd: Int32) {
         var one: Int32 = 1
         setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
     }
 
-    static func shutdownWrite(_ fd: Int32) {
+    public static func shutdownWrite(_ fd: Int32) {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
     /// Inherited sockets (socket activation) arrive blocking; the loops need them non-blocking.
-    static func setNonBlocking(_ fd: Int32) throws(SystemError) {
+    public static func setNonBlocking(_ fd: Int32) throws(SystemError) {
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, fcntl(fd, F_SETFL, flags | O_NONBLOCK) == 0 else {
             throw SystemError(call: "fcntl O_NONBLOCK on descriptor \(fd)", code: errno)
         }
+    }
+
+    /// A connected non-blocking socket to `address`, waiting at most `timeout` seconds (for code that
+    /// runs off the event loops: the TLS probe, the health check); the error says which part failed.
+    public static func connect(to address: SocketAddress, timeout: Double) throws(SystemError) -> Int32 {
+        let fd = try startConnect(to: address)
+        switch connectProgress(fd, to: address) {
+        case .connected:
+            return fd
+        case .failed(let code):
+            SystemCall.close(fd)
+            throw SystemError(call: "connect \(address)", code: code)
+        case .inProgress:
+            break
+        }
+        switch Poll.wait(fd: fd, events: Int16(POLLOUT), timeout: timeout) {
+        case .ready:
+            let code = connectResult(fd)
+            guard code == 0 else {
+                SystemCall.close(fd)
+                throw SystemError(call: "connect \(address)", code: code)
+            }
+            return fd
+        case .timedOut:
+            SystemCall.close(fd)
+            throw SystemError(call: "connect \(address)", code: ETIMEDOUT)
+        case .failed(let code):
+            SystemCall.close(fd)
+            throw SystemError(call: "poll", code: code)
+        }
+    }
+
+    /// Closes with a reset instead of an orderly end (SO_LINGER 0): the peer sees an error, never
+    /// an end of stream it could take for a complete message.
+    public static func abort(_ fd: Int32) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        SystemCall.close(fd)
     }
 }
