@@ -18,7 +18,7 @@ final class AdminServer {
     }
 
     func start() {
-        loop.queue.async { [self] in
+        loop.execute { [self] in
             let channel = Channel(fd: fd, poller: loop.poller)
             channel.onReadable { [unowned self] in accept() }
             channel.wantRead(true)

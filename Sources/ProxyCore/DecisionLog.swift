@@ -26,7 +26,8 @@ struct LogRecord {
     var action: RecordAction?
     var reason: Reason?
     var message: String?
-    var enforced: Bool
+    /// False for what report mode only recorded; set when the record is logged.
+    var enforced = true
     var status: Int?
     var upstreamIP: IPAddress?
     /// What the TLS handshake showed (CONNECT inspection, or the upstream of an upgrade).

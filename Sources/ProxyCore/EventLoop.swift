@@ -56,6 +56,15 @@ final class EventLoop {
         poller.wake()
     }
 
+    /// `execute`, counted in `group` until the work has run.
+    func execute(in group: DispatchGroup, _ work: @escaping () -> Void) {
+        group.enter()
+        execute {
+            work()
+            group.leave()
+        }
+    }
+
     init(label: String) {
         queue = DispatchQueue(label: label)
         poller = Poller(queue: queue)

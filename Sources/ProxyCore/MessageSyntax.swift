@@ -97,6 +97,8 @@ enum MessageSyntax {
         var codings = 0
         var chunkedCount = 0
         var lastIsChunked = false
+        /// The first coding that is none of the registered ones a proxy can pass on (RFC 9112 7).
+        var unknownCoding: String?
 
         var hasTransferEncoding: Bool { codings > 0 }
         /// Transfer-Encoding ends in exactly one `chunked`, as a message must to be framed by it.
@@ -104,6 +106,9 @@ enum MessageSyntax {
     }
 
     private static let chunkedCoding = Array("chunked".utf8)
+    /// The transfer codings of the HTTP Transfer Coding Registry besides chunked (RFC 9112 section 7).
+    private static let knownCodings = ["gzip", "x-gzip", "deflate", "compress", "x-compress"]
+        .map { Array($0.utf8) }
     /// 18 decimal digits always fit an Int; more is refused rather than risk an overflow.
     static let maximumLengthDigits = 18
 
@@ -126,9 +131,14 @@ enum MessageSyntax {
             case .transferEncoding:
                 HeaderFields.forEachToken(head, in: field.value) { coding in
                     framing.codings += 1
-                    framing.lastIsChunked = HeaderFields.equalsIgnoringCase(
-                        UnsafeRawBufferPointer(rebasing: head[coding]), lowercase: chunkedCoding)
-                    if framing.lastIsChunked { framing.chunkedCount += 1 }
+                    let name = UnsafeRawBufferPointer(rebasing: head[coding])
+                    framing.lastIsChunked = HeaderFields.equalsIgnoringCase(name, lowercase: chunkedCoding)
+                    if framing.lastIsChunked {
+                        framing.chunkedCount += 1
+                    } else if framing.unknownCoding == nil,
+                              !knownCodings.contains(where: { HeaderFields.equalsIgnoringCase(name, lowercase: $0) }) {
+                        framing.unknownCoding = String(decoding: name, as: UTF8.self)
+                    }
                 }
             default:
                 break

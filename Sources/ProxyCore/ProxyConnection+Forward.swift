@@ -25,18 +25,17 @@ extension ProxyConnection {
         let decision = context.configuration.engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
-        let enforced = context.configuration.mode == .enforce
         let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)
         switch decision.action {
         case .block:
             // A nil message: the decision's own, formatted when the record is written.
             guard enforce(.block(Reason(decision.reason ?? .cleartextHTTP), message: nil), answered) else { return }
-        case .upgrade where enforced && decision.upgradeVia == .upgrade:
-            return upgrade(head, destination: destination, decision: decision)
-        case .upgrade where enforced && decision.upgradeVia == .redirect:
+        case .upgrade where decision.upgradeVia == .upgrade:
+            guard enforce(.upgrade, .upgrade(head, destination, decision)) else { return }
+        case .upgrade where decision.upgradeVia == .redirect:
             let location = "https://" + hostForURL(destination) + portSuffix(destination.port, default: 80)
                 + head.originForm
-            return respond(.redirect(location: location), answered)
+            guard enforce(.redirect(location: location), answered) else { return }
         default:
             break
         }
@@ -280,8 +279,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if exchange.keepClient, exchange.body.isComplete {
-            record = LogRecord(time: wallClock(), client: clientAddress, method: "-",
-                               enforced: context.configuration.mode == .enforce)
+            record = LogRecord(time: wallClock(), client: clientAddress, method: "-")
             nextRequest()
         } else {
             close()

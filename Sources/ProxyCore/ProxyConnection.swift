@@ -97,7 +97,7 @@ final class ProxyConnection {
         self.pool = loop.pool
         self.clientAddress = clientAddress
         client = Channel(fd: fd, poller: loop.poller)
-        record = LogRecord(time: wallClock(), client: clientAddress, method: "-", enforced: context.configuration.mode == .enforce)
+        record = LogRecord(time: wallClock(), client: clientAddress, method: "-")
         loop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -239,8 +239,7 @@ final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = LogRecord(time: wallClock(), client: clientAddress, method: head.method,
-                           enforced: context.configuration.mode == .enforce)
+        record = LogRecord(time: wallClock(), client: clientAddress, method: head.method)
         disarm()
         route(head)
     }
@@ -382,8 +381,10 @@ final class ProxyConnection {
             record.reason = reason
             if let message { record.message = message }
             if context.configuration.mode == .report, !reason.enforcedInReportMode { return true }
-        case .redirect:
+        case .upgrade, .redirect:
             record.action = .upgrade
+            // Report mode forwards the request as it came; the record says it would be upgraded.
+            if context.configuration.mode == .report { return true }
         case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message):
             record.action = .error
             record.reason = reason
@@ -396,6 +397,8 @@ final class ProxyConnection {
             client.wantRead(false)
             send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive),
                  then: keepAlive ? .nextRequest : .close)
+        case .upgrade(let head, let destination, let decision):
+            upgrade(head, destination: destination, decision: decision)
         case .alert(let alert, let version):
             let bytes = TLSAlert.fatal(alert, recordVersion: version)
             _ = bytes.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }

@@ -18,7 +18,7 @@ enum ProxyResponse {
     /// naming its cause in `X-ATS-Reason`).
     static func render(_ verdict: Verdict, decisionMessage: @autoclosure () -> String?, keepAlive: Bool) -> [UInt8] {
         switch verdict {
-        case .allow:
+        case .allow, .upgrade:
             return render(status: 200, body: "", keepAlive: keepAlive)
         case .block(let reason, let message):
             let text = message ?? decisionMessage() ?? reason.rawValue

@@ -95,7 +95,7 @@ public final class ProxyServer: @unchecked Sendable {
         signal(SIGPIPE, SIG_IGN)
         for loop in loops {
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
-            loop.queue.async { [self] in
+            loop.execute { [self] in
                 for fd in listenFDs {
                     let channel = Channel(fd: fd, poller: loop.poller)
                     channel.onReadable { [unowned self] in accept(on: fd, loop: loop) }
@@ -162,7 +162,7 @@ public final class ProxyServer: @unchecked Sendable {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let group = DispatchGroup()
         for loop in loops {
-            loop.queue.async(group: group) {
+            loop.execute(in: group) {
                 loop.draining = true
                 for listener in loop.listeners { listener.detach() }
                 loop.listeners = []
@@ -225,7 +225,7 @@ public final class ProxyServer: @unchecked Sendable {
         let collected = Mutex(LoopMetrics())
         let group = DispatchGroup()
         for loop in loops {
-            loop.queue.async(group: group) {
+            loop.execute(in: group) {
                 let metrics = loop.metrics
                 collected.withLock { $0.add(metrics) }
             }
@@ -305,7 +305,7 @@ public final class ProxyServer: @unchecked Sendable {
         let cap = current.withLock { $0.configuration.maximumConnections }
         guard anyPaused.load(ordering: .relaxed), shared.open.load(ordering: .relaxed) < cap else { return }
         anyPaused.store(false, ordering: .relaxed)
-        for loop in loops { loop.queue.async { [self] in resume(loop) } }
+        for loop in loops { loop.execute { [self] in resume(loop) } }
     }
 }
 

@@ -209,6 +209,10 @@ enum RequestHeadParser {
             throw RequestHeadError(status: 400, problem: "both Content-Length and Transfer-Encoding")
         }
         if framing.hasTransferEncoding {
+            if let coding = framing.unknownCoding, framing.isChunked {
+                // RFC 9112 section 6.1: a transfer coding the server does not understand is a 501.
+                throw RequestHeadError(status: 501, problem: "transfer coding '\(coding)' is not implemented")
+            }
             guard framing.isChunked else {
                 // The length of the body cannot be determined (RFC 9112 section 6.3, item 4).
                 throw RequestHeadError(status: 400, problem: "unsupported Transfer-Encoding (chunked must be last, once)")

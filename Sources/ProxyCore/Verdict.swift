@@ -78,6 +78,8 @@ enum RecordAction: String, Sendable {
 enum Verdict {
     /// Proceed: tunnel or forward.
     case allow
+    /// Carry a plain request to the origin over TLS (`--cleartext upgrade`).
+    case upgrade
     /// Refused by ATS or an access rule. A nil message is the decision's own (formatted lazily).
     case block(Reason, message: String?)
     /// A redirect to the https URL (`--cleartext redirect`).
@@ -90,7 +92,7 @@ enum Verdict {
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     var status: Int {
         switch self {
-        case .allow: 200
+        case .allow, .upgrade: 200
         case .block: 403
         case .redirect: 308
         case .answer(let status, _, _, _, _), .fail(_, let status, _): status
@@ -101,7 +103,7 @@ enum Verdict {
         switch self {
         case .allow: .allow
         case .block: .block
-        case .redirect: .upgrade
+        case .upgrade, .redirect: .upgrade
         case .answer, .fail: .error
         }
     }
@@ -112,6 +114,8 @@ enum Verdict {
 /// or mid-response) a cut.
 enum Delivery {
     case http(keepAlive: Bool)
+    /// The TLS upgrade of this request (only with `Verdict.upgrade`).
+    case upgrade(RequestHead, Destination, Decision)
     case alert(AlertDescription, recordVersion: UInt16)
     case cut
 

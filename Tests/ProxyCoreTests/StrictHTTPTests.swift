@@ -25,6 +25,8 @@ import Testing
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: xchunked\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: chunked;q=1\r\n\r\n", 400),
+        ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: identity, chunked\r\n\r\n", 501),
+        ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: x-custom, chunked\r\n\r\n", 501),
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding:\u{0B}chunked\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", 400),
