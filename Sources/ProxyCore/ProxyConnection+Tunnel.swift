@@ -15,7 +15,7 @@ extension ProxyConnection {
         let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         record.decision = context.configuration.engine.decide(destination, context: loadContext)
         guard context.configuration.connectPorts.contains(destination.port) else {
-            return respond(.block(.portNotAllowed,
+            return respond(.block(.ats(.portNotAllowed),
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
         openUpstream(destination, then: .tunnel(loadContext))
@@ -52,7 +52,7 @@ extension ProxyConnection {
             if !decision.requirements.cleartextAllowed {
                 let message = "cleartext in a CONNECT tunnel to \(destination.host): "
                     + decision.message.replacing("cleartext HTTP to \(destination.host) is not allowed: ", with: "")
-                guard enforce(.block(.cleartextInTunnel, message: message), .cut) else { return }
+                guard enforce(.block(.ats(.cleartextInTunnel), message: message), .cut) else { return }
             }
         }
         let prefix = inbound

@@ -212,7 +212,7 @@ final class ProxyConnection {
 
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
-        enforce(.block(.clientNotAllowed,
+        enforce(.block(.ats(.clientNotAllowed),
                        message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"))
     }
 

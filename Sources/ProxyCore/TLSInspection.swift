@@ -106,7 +106,7 @@ struct TLSInspection {
         toOrigin += heldFromClient
         heldFromClient = []
         guard let problem = Self.sniMismatch(hello.serverName, policy.destination) else { return [] }
-        if policy.sniMismatch == .block { return [.refuse(.block(.sniMismatch, message: problem), .insufficientSecurity)] }
+        if policy.sniMismatch == .block { return [.refuse(.block(.ats(.sniMismatch), message: problem), .insufficientSecurity)] }
         return [.note(problem)]
     }
 

@@ -1,53 +1,73 @@
 import ATSPolicy
 import TLSWire
 
-/// Every reason code a record, a metric or an `X-ATS-Reason` header carries: the ATS decisions'
-/// (one case per `BlockReason`) and the proxy's own. One enum, so that no reason is a loose string.
-enum Reason: String, CaseIterable, Sendable {
-    // ATS and the proxy's access rules (ATSPolicy.BlockReason).
-    case cleartextHTTP = "cleartext-http"
-    case cleartextInTunnel = "cleartext-in-tunnel"
-    case tlsVersion = "tls-version"
-    case cipherSuite = "cipher-suite"
-    case sniMismatch = "sni-mismatch"
-    case certificateUntrusted = "certificate-untrusted"
-    case certificateExpired = "certificate-expired"
-    case certificateHostname = "certificate-hostname"
-    case certificateKeySize = "certificate-key-size"
-    case certificateSignatureHash = "certificate-signature-hash"
-    case certificatePin = "certificate-pin"
-    case certificateTransparency = "certificate-transparency"
-    case clientNotAllowed = "client-not-allowed"
-    case portNotAllowed = "port-not-allowed"
-    case authRequired = "auth-required"
+/// Every reason code a record, a metric or an `X-ATS-Reason` header carries: an ATS decision's (the
+/// policy's own `BlockReason`, listed once, in ATSPolicy) or one of the proxy's. One enum, so that no
+/// reason is a loose string.
+enum Reason: Hashable, Sendable, CaseIterable {
+    /// ATS, the SNI rule and the proxy's access rules.
+    case ats(BlockReason)
     // The client's request could not be served as sent.
-    case badRequest = "bad-request"
-    case requestTimeout = "request-timeout"
-    case notAProxyRequest = "not-a-proxy-request"
-    case methodNotAllowed = "method-not-allowed"
-    case loopDetected = "loop-detected"
+    case badRequest
+    case requestTimeout
+    case notAProxyRequest
+    case methodNotAllowed
+    case loopDetected
     /// A tunnel's client sent nothing, or did not finish its TLS handshake, in time.
-    case clientTimeout = "client-timeout"
-    case shutdown = "shutdown"
+    case clientTimeout
+    case shutdown
     // The origin failed.
-    case upstreamDNS = "upstream-dns"
-    case upstreamRefused = "upstream-refused"
-    case upstreamTimeout = "upstream-timeout"
-    case upstreamProtocol = "upstream-protocol"
-    case upstreamTLS = "upstream-tls"
-    case upstreamTruncated = "upstream-truncated"
+    case upstreamDNS
+    case upstreamRefused
+    case upstreamTimeout
+    case upstreamProtocol
+    case upstreamTLS
+    case upstreamTruncated
     /// The origin refused the client's TLS handshake with a fatal alert (named in the message).
-    case serverAlert = "server-alert"
+    case serverAlert
 
-    init(_ reason: BlockReason) {
-        // Every BlockReason has a case here (a test walks them all).
-        self = Reason(rawValue: reason.rawValue) ?? .badRequest
+    init(_ reason: BlockReason) { self = .ats(reason) }
+
+    private static let proxyReasons: [Reason] = [
+        .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
+        .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
+        .serverAlert,
+    ]
+
+    static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
+
+    private static let byCode = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+
+    init?(rawValue: String) {
+        guard let reason = Reason.byCode[rawValue] else { return nil }
+        self = reason
+    }
+
+    /// The code as logged.
+    var rawValue: String {
+        switch self {
+        case .ats(let reason): reason.rawValue
+        case .badRequest: "bad-request"
+        case .requestTimeout: "request-timeout"
+        case .notAProxyRequest: "not-a-proxy-request"
+        case .methodNotAllowed: "method-not-allowed"
+        case .loopDetected: "loop-detected"
+        case .clientTimeout: "client-timeout"
+        case .shutdown: "shutdown"
+        case .upstreamDNS: "upstream-dns"
+        case .upstreamRefused: "upstream-refused"
+        case .upstreamTimeout: "upstream-timeout"
+        case .upstreamProtocol: "upstream-protocol"
+        case .upstreamTLS: "upstream-tls"
+        case .upstreamTruncated: "upstream-truncated"
+        case .serverAlert: "server-alert"
+        }
     }
 
     /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
     var enforcedInReportMode: Bool {
         switch self {
-        case .clientNotAllowed, .portNotAllowed, .authRequired: true
+        case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired): true
         default: false
         }
     }
@@ -55,12 +75,17 @@ enum Reason: String, CaseIterable, Sendable {
     /// Reasons of a TLS handshake the proxy refused or could not complete (the `/metrics` family).
     var isHandshakeFailure: Bool {
         switch self {
-        case .tlsVersion, .cipherSuite, .sniMismatch, .certificateUntrusted, .certificateExpired, .certificateHostname,
-             .certificateKeySize, .certificateSignatureHash, .certificatePin, .certificateTransparency, .upstreamTLS,
-             .serverAlert:
-            true
-        default:
-            false
+        case .ats(let reason):
+            switch reason {
+            case .tlsVersion, .cipherSuite, .sniMismatch, .certificateUntrusted, .certificateExpired,
+                 .certificateHostname, .certificateKeySize, .certificateSignatureHash, .certificatePin,
+                 .certificateTransparency:
+                true
+            default:
+                false
+            }
+        case .upstreamTLS, .serverAlert: true
+        default: false
         }
     }
 }

@@ -245,16 +245,17 @@ import Testing
     }
 
     @Test func verdictsMapToTheFourActionsAndTheirStatus() {
-        #expect(Verdict.block(.cleartextHTTP, message: nil).action == .block)
-        #expect(Verdict.block(.cleartextHTTP, message: nil).status == 403)
+        #expect(Verdict.block(.ats(.cleartextHTTP), message: nil).action == .block)
+        #expect(Verdict.block(.ats(.cleartextHTTP), message: nil).status == 403)
         #expect(Verdict.redirect(location: "https://a/").action == .upgrade)
         #expect(Verdict.answer(status: 408, .requestTimeout, message: "m").action == .error)
         #expect(Verdict.fail(.upstreamDNS, status: 502, message: "m").status == 502)
-        #expect(Set(Reason.allCases.map(\.rawValue)).count == Reason.allCases.count)
+        #expect(Set(Reason.allCases.map(\.rawValue)).count == Reason.allCases.count, "every code names one reason")
+        for reason in Reason.allCases { #expect(Reason(rawValue: reason.rawValue) == reason) }
     }
 
     @Test func aBlockAnswerNamesItsReasonAndCarriesTheMessage() {
-        let bytes = ProxyResponse.render(.block(.cleartextHTTP, message: nil), decisionMessage: "not allowed here",
+        let bytes = ProxyResponse.render(.block(.ats(.cleartextHTTP), message: nil), decisionMessage: "not allowed here",
                                          keepAlive: true)
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
