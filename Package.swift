@@ -55,6 +55,12 @@ let package = Package(
             dependencies: ["ATSPolicy"],
             path: "Benchmarks/DecisionBenchmark"
         ),
+        // Not a test: scripts/benchmark runs it (release) for the proxy table of BENCHMARKS.md.
+        .executableTarget(
+            name: "ProxyBenchmark",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/ProxyBenchmark"
+        ),
 
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy"]),

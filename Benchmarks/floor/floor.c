@@ -137,7 +137,16 @@ static int pump(struct worker *w, struct flow *f, int from, int to) {
         }
         if (n < 0) return (errno == EAGAIN) ? 0 : -1;
         ssize_t m = splice(pr, NULL, to, NULL, (size_t)n, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-        if (m < 0 && errno != EAGAIN) return -1;
+        if (m < 0 && errno != EAGAIN) {
+            // The destination is gone with bytes in the pipe: a borrowed spare would hand them to the
+            // next tunnel, so the thread replaces it.
+            if (f->pipe_r < 0) {
+                close(w->spare_r);
+                close(w->spare_w);
+                if (make_pipe(&w->spare_r, &w->spare_w) != 0) die("pipe2");
+            }
+            return -1;
+        }
         if (m < 0) m = 0;
         if (m < n) {
             f->pending = (size_t)(n - m);
