@@ -6,6 +6,7 @@
 // release mode; Benchmarks/README.md says what each row means.
 import ArgumentParser
 import Foundation
+import Glibc
 
 @main
 struct ProxyBenchmark: ParsableCommand {
@@ -74,6 +75,11 @@ struct ProxyBenchmark: ParsableCommand {
             try bench.startOrigin()
             let started = Date()
             bench.measureColumns()
+            var usage = rusage()
+            getrusage(RUSAGE_SELF.rawValue, &usage)
+            let own = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            say(String(format: "the driver itself used %.1f s of CPU", own))
             let report = Report(bench: bench, seconds: Int(Date().timeIntervalSince(started)))
             print(report.text(), terminator: "")
             if let json {
