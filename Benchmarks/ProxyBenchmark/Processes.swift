@@ -54,7 +54,6 @@ final class ProcessRegistry: @unchecked Sendable {
     private let lock = NSLock()
     private var processes: [Spawned] = []
     private var directories: [String] = []
-    private var signalSources: [DispatchSourceSignal] = []
 
     func add(_ spawned: Spawned) { lock.withLock { processes.append(spawned) } }
     func removeAtExit(_ directory: String) { lock.withLock { directories.append(directory) } }
@@ -68,20 +67,39 @@ final class ProcessRegistry: @unchecked Sendable {
         for dir in dirs { try? FileManager.default.removeItem(atPath: dir) }
     }
 
-    /// Ctrl-C and TERM stop everything and exit 130 / 143, as the shell script did.
+    /// Ctrl-C and TERM stop everything and exit 130 / 143, as the shell script did. The handler only
+    /// writes the signal's number to a pipe; a thread reads it and does the work. A handler (unlike a
+    /// blocked mask) is not inherited by the processes started: they get the default back at exec.
+    /// A signal ignored when the benchmark started (INT in a background job) stays ignored.
     func stopOnSignals() {
-        for (number, status) in [(SIGINT, Int32(130)), (SIGTERM, Int32(143))] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                ProcessRegistry.shared.stopAll()
-                exit(status)
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return }
+        signalWriteFD = fds[1]
+        for number in [SIGINT, SIGTERM] {
+            var old = sigaction()
+            sigaction(number, nil, &old)
+            if let handler = old.__sigaction_handler.sa_handler, unsafeBitCast(handler, to: Int.self) == 1 { continue } // SIG_IGN
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { number in
+                var byte = UInt8(truncatingIfNeeded: number)
+                _ = write(signalWriteFD, &byte, 1)
             }
-            source.resume()
-            lock.withLock { signalSources.append(source) }
+            sigaction(number, &action, nil)
         }
+        let readFD = fds[0]
+        let thread = Thread {
+            var byte: UInt8 = 0
+            guard read(readFD, &byte, 1) == 1 else { return }
+            FileHandle.standardError.write(Data("# stopping on signal \(byte)\n".utf8))
+            ProcessRegistry.shared.stopAll()
+            exit(Int32(byte) == SIGINT ? 130 : 143)
+        }
+        thread.start()
     }
 }
+
+/// Where the signal handler writes (a handler can only reach globals).
+nonisolated(unsafe) private var signalWriteFD: Int32 = -1
 
 enum Command {
     /// The directories searched for commands: the caller's PATH and the sbin directories where
@@ -140,7 +158,7 @@ enum Command {
 
     private static func handle(writingTo path: String?) throws -> FileHandle {
         guard let path, path != "/dev/null" else { return FileHandle.nullDevice }
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
         guard let handle = FileHandle(forWritingAtPath: path) else {
             throw BenchmarkError("cannot write \(path)")
         }
