@@ -140,16 +140,22 @@ extension Bench {
     private func measurePeer(_ column: Column) {
         let port = takePort()
         say("measuring \(column.rawValue) on 127.0.0.1:\(port)")
-        guard var proxy = startProxy(column, port: port) else {
+        guard let started = startProxy(column, port: port) else {
             results.setNote(column.rawValue, "all", "\(column.rawValue) did not start")
             return
         }
-        if tlsRows.plain, let after = runSteps(column.rawValue, proxy: proxy, Bench.plainSteps) { proxy = after }
+        // nil once it died and could not be started again.
+        var proxy: RunningProxy? = started
+        if tlsRows.plain { proxy = runSteps(column.rawValue, proxy: started, Bench.plainSteps) }
         if tlsRows.tls {
-            warmTLS(proxy.address)
-            if let after = runSteps(column.rawValue, proxy: proxy, Bench.tlsSteps) { proxy = after }
+            if let current = proxy {
+                warmTLS(current.address)
+                proxy = runSteps(column.rawValue, proxy: current, Bench.tlsSteps)
+            } else {
+                for step in Bench.tlsSteps { results.setNote(column.rawValue, step.rawValue, "proxy down") }
+            }
         }
-        proxy.process.stop()
+        proxy?.process.stop()
     }
 
     private func measureAtsgate() {
