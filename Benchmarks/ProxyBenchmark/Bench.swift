@@ -12,6 +12,8 @@ final class Bench {
     let duration: Int
     let quick: Bool
     let idleCount: Int
+    /// `--syscalls`: strace each proxy through a short tunnels run.
+    let countSystemCalls: Bool
     /// The pause between measurements, so one's closing connections do not weigh on the next.
     let pause: Double
     /// The repository (Benchmarks/config, Benchmarks/loadgen, Benchmarks/floor).
@@ -36,6 +38,7 @@ final class Bench {
         duration = options.duration ?? (options.quick ? 2 : 10)
         quick = options.quick
         idleCount = options.idle
+        countSystemCalls = options.syscalls
         pause = options.quick ? 0.5 : 1
         root = Bench.repositoryRoot()
         let template = "/tmp/atsgate-bench.XXXXXX"

@@ -17,6 +17,8 @@ extension Report {
                 "tunnel_p50_ms": number(column, "p50"),
                 "tunnel_p99_ms": number(column, "p99"),
                 "proxy_cpu_us_per_tunnel": number(column, "tps_cpu_us"),
+                "system_calls_per_tunnel": number(column, "syscalls"),
+                "system_calls_per_tunnel_by_call": Dictionary((results.syscallMix[column] ?? []).map { ($0.0, $0.1) }, uniquingKeysWith: { a, _ in a }),
                 "bulk_1_stream_mb_per_s": number(column, "bulk1"),
                 "bulk_4_streams_mb_per_s": number(column, "bulk4"),
                 "forward_req_per_s": number(column, "fwd"),

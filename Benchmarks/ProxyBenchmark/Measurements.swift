@@ -3,11 +3,12 @@ import Glibc
 
 /// One measurement against a proxy (or the origin directly).
 enum Step: String {
-    case tps, bulk1, bulk4, fwd, rss, tls13, tls12
+    case tps, syscalls, bulk1, bulk4, fwd, rss, tls13, tls12
 
     var label: String {
         switch self {
         case .tps: "new tunnels/s"
+        case .syscalls: "system calls per tunnel"
         case .bulk1: "bulk MB/s, 1 stream"
         case .bulk4: "bulk MB/s, 4 streams"
         case .fwd: "forward req/s"
@@ -79,6 +80,45 @@ extension Bench {
         }
         noteErrors(column, "tps", count: kv["errors"].flatMap { Int($0) }, stderr: stderr, line: line)
         say("\(column) tunnels: \(line)")
+    }
+
+    /// The tunnels workload again for 2 s with `strace -c -f` attached to the proxy and its processes:
+    /// how many system calls a tunnel costs it, and which. ptrace slows the proxy down many times, so
+    /// this run's rate means nothing; the counts per tunnel do.
+    func measureSystemCalls(_ column: String, proxy: RunningProxy) {
+        let root = proxy.process.pid
+        let pids = [root] + ProcFS.descendants(of: root)
+        let summary = tmp + "/strace-\(column).txt"
+        guard let tracer = try? Command.start(
+            "strace", ["-f", "-c", "-q", "-o", summary] + pids.flatMap { ["-p", String($0)] },
+            stderr: tmp + "/strace.err")
+        else {
+            results.setNote(column, "syscalls", "no strace")
+            return
+        }
+        usleep(500_000) // attached to every thread
+        let arguments = ["tunnels", "--proxy", proxy.address, "--target", originTarget, "--threads", "8", "--duration", "2"]
+        let line = Command.run(loadgen, arguments, timeout: 60, scratch: tmp + "/lg-strace")?.stdout
+            .split(separator: "\n").last.map(String.init) ?? ""
+        kill(tracer.pid, SIGINT)
+        tracer.process.waitUntilExit()
+        let completed = keyValues(line)["completed"].flatMap { Int($0) } ?? 0
+        // "% time  seconds  usecs/call  calls  [errors]  syscall", one line per system call.
+        var calls: [(String, Int)] = []
+        for row in readText(summary).split(separator: "\n") {
+            let fields = row.split(separator: " ")
+            guard fields.count >= 5, Double(fields[0]) != nil, let count = Int(fields[3]), fields.last != "total" else { continue }
+            calls.append((String(fields.last!), count))
+        }
+        guard completed > 0, !calls.isEmpty else {
+            results.setNote(column, "syscalls", "strace failed")
+            results.log.append("\(column), system calls: strace gave nothing (\(String(readText(tmp + "/strace.err").prefix(200))))")
+            return
+        }
+        let perTunnel = Double(calls.reduce(0) { $0 + $1.1 }) / Double(completed)
+        results[column, "syscalls"] = perTunnel
+        results.syscallMix[column] = calls.sorted { $0.1 > $1.1 }.prefix(8).map { ($0.0, Double($0.1) / Double(completed)) }
+        say(String(format: "%@ system calls: %.1f per tunnel over %d tunnels under strace", column, perTunnel, completed))
     }
 
     /// CONNECT, GET /big (1 GiB), read to EOF, again until the time is up; `streams` at once.
@@ -281,6 +321,7 @@ extension Bench {
             }
             switch step {
             case .tps: measureTunnels(column, address: current.address, proxy: current)
+            case .syscalls: measureSystemCalls(column, proxy: current)
             case .bulk1: measureBulk(column, address: current.address, streams: 1)
             case .bulk4: measureBulk(column, address: current.address, streams: 4)
             case .fwd:

@@ -52,6 +52,13 @@ enum ProcFS {
         allStats().filter { $0.parent == pid }.map(\.pid)
     }
 
+    /// Every process below `pid` (children, their children...).
+    static func descendants(of pid: pid_t) -> [pid_t] {
+        let stats = allStats()
+        let parents = Dictionary(stats.map { ($0.pid, $0.parent) }, uniquingKeysWith: { a, _ in a })
+        return stats.map(\.pid).filter { $0 != pid && isDescendant($0, of: pid, parents: parents) }
+    }
+
     private static func isDescendant(_ pid: pid_t, of root: pid_t, parents: [pid_t: pid_t]) -> Bool {
         var current = pid
         for _ in 0..<64 {

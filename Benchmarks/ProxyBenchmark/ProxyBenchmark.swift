@@ -41,6 +41,9 @@ struct ProxyBenchmark: ParsableCommand {
     @Option(help: ArgumentHelp("Seconds per measurement (default 10, or 2 with --quick).", valueName: "seconds"))
     var duration: Int?
 
+    @Flag(help: "Also count each proxy's system calls per tunnel (strace -c, a separate 2 s tunnels run).")
+    var syscalls = false
+
     @Flag(name: .customLong("no-build"), help: "Use the existing .build/release/atsgate (scripts/benchmark reads this).")
     var noBuild = false
 
@@ -94,7 +97,7 @@ struct ProxyBenchmark: ParsableCommand {
 }
 
 extension Bench {
-    static let plainSteps: [Step] = [.tps, .bulk1, .bulk4, .fwd, .rss]
+    var plainSteps: [Step] { [.tps] + (countSystemCalls ? [.syscalls] : []) + [.bulk1, .bulk4, .fwd, .rss] }
     static let tlsSteps: [Step] = [.tls13, .tls12]
 
     /// Each column in turn, each proxy alone on the machine with the origin and the load generator.
@@ -146,7 +149,7 @@ extension Bench {
         }
         // nil once it died and could not be started again.
         var proxy: RunningProxy? = started
-        if tlsRows.plain { proxy = runSteps(column.rawValue, proxy: started, Bench.plainSteps) }
+        if tlsRows.plain { proxy = runSteps(column.rawValue, proxy: started, plainSteps) }
         if tlsRows.tls {
             if let current = proxy {
                 warmTLS(current.address)
@@ -163,9 +166,9 @@ extension Bench {
             let port = takePort()
             say("measuring atsgate on 127.0.0.1:\(port)")
             if let proxy = startProxy(.atsgate, port: port) {
-                runSteps("atsgate", proxy: proxy, Bench.plainSteps)?.process.stop()
+                runSteps("atsgate", proxy: proxy, plainSteps)?.process.stop()
             } else {
-                for step in Bench.plainSteps { results.setNote("atsgate", step.rawValue, "atsgate did not start") }
+                for step in plainSteps { results.setNote("atsgate", step.rawValue, "atsgate did not start") }
             }
         }
         guard tlsRows.tls else { return }

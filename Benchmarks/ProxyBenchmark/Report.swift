@@ -40,6 +40,11 @@ struct Report {
                 ("tps", "new tunnels/s", "8 client threads: connect, CONNECT, GET /small with Connection: close, close"),
                 ("p99", "p99 per tunnel (ms)", "same run"),
                 ("tps_cpu_us", "proxy CPU per tunnel (us)", "same run: the proxy's user + system time, its child processes included, over the tunnels completed"),
+            ]
+            if bench.countSystemCalls {
+                rows.append(("syscalls", "system calls per tunnel", "a separate 2 s tunnels run under strace -c -f (its rate means nothing): the proxy's system calls over the tunnels completed"))
+            }
+            rows += [
                 ("bulk1", "bulk MB/s, 1 stream", "CONNECT, GET /big, read to EOF with 256 KiB reads"),
                 ("bulk4", "bulk MB/s, 4 streams", "same, 4 at once"),
                 ("fwd", "forward req/s", "wrk -t2 -c32, absolute-form GET http://127.0.0.1:\(origin)/small, keep-alive"),
@@ -69,13 +74,13 @@ struct Report {
         if metric.hasSuffix("p99") || metric.hasSuffix("p50") {
             return String(format: value < 10 ? "%.2f" : "%.1f", value)
         }
-        if metric == "rss" { return String(format: "%.1f", value) }
+        if metric == "rss" || metric == "syscalls" { return String(format: "%.1f", value) }
         return group(value)
     }
 
     func cell(_ column: String, _ metric: String) -> String {
         if results.note(column, "all") != nil { return "n/a" }
-        if column == "direct" && (metric == "rss" || metric.hasSuffix("_cpu_us")) { return "-" }
+        if column == "direct" && (metric == "rss" || metric == "syscalls" || metric.hasSuffix("_cpu_us")) { return "-" }
         if column == "floor" && metric.hasPrefix("fwd") { return "-" }
         if column == "atsgate_off" && !metric.hasPrefix("tls") { return "-" }
         let note = results.note(column, metric)
@@ -116,6 +121,14 @@ struct Report {
         if bench.selected(.atsgate), let note = bench.atsgateTLSNote { out += ["", "atsgate's TLS rows: \(note) (an older build)."] }
         if bench.selected(.floor) && bench.tlsRows.plain {
             out += ["", "The floor proxy only tunnels: it has no forward rows (-)."]
+        }
+        let mixes = tableColumns.compactMap { column in
+            results.syscallMix[column].map { mix in
+                "\(bench.header(of: column)): " + mix.map { String(format: "%@ %.1f", $0.0, $0.1) }.joined(separator: ", ")
+            }
+        }
+        if !mixes.isEmpty {
+            out += ["", "System calls per tunnel, the most frequent (strace -c -f; epoll_wait and futex depend on how busy the proxy is): " + mixes.joined(separator: "; ") + "."]
         }
         if !results.ciphers.isEmpty {
             out += ["", "TLS rows: the ciphers negotiated with the origin (no proxy here terminates TLS) were \(results.ciphers["tls13"] ?? "n/a") (TLS 1.3) and \(results.ciphers["tls12"] ?? "n/a") (TLS 1.2)."]

@@ -16,6 +16,8 @@ final class Results {
     /// The other processes' share of the machine per column, percent, and who they were.
     var otherLoad: [String: Double] = [:]
     var otherProcesses: [String: [(String, Double)]] = [:]
+    /// The most frequent system calls per tunnel, per column (`--syscalls`).
+    var syscallMix: [String: [(String, Double)]] = [:]
     /// Decision-log reasons of atsgate's check run without the run's CA.
     var checkReasons = ""
 
