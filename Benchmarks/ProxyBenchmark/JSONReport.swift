@@ -75,7 +75,7 @@ extension Report {
             inspection = runs
         }
         let root: [String: Any] = [
-            "date": ISO8601DateFormatter().string(from: Date()),
+            "date": ISO8601DateFormatter().string(from: started),
             "cores": ProcFS.cores,
             "quick": bench.quick,
             "duration_s": bench.duration,

@@ -83,7 +83,7 @@ struct ProxyBenchmark: ParsableCommand {
             let own = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
             say(String(format: "the driver itself used %.1f s of CPU", own))
-            let report = Report(bench: bench, seconds: Int(Date().timeIntervalSince(started)))
+            let report = Report(bench: bench, started: started, seconds: Int(Date().timeIntervalSince(started)))
             print(report.text(), terminator: "")
             if let json {
                 try report.json().write(to: URL(fileURLWithPath: json))

@@ -28,6 +28,7 @@ enum Target {
 /// The Markdown the run prints, and its JSON.
 struct Report {
     let bench: Bench
+    let started: Date
     let seconds: Int
     private var results: Results { bench.results }
 
@@ -108,9 +109,9 @@ struct Report {
 
     func text() -> String {
         var out: [String] = [""]
-        let date = ISO8601DateFormatter.string(from: Date(), timeZone: TimeZone(identifier: "UTC")!,
+        let date = ISO8601DateFormatter.string(from: started, timeZone: TimeZone(identifier: "UTC")!,
                                                formatOptions: [.withFullDate, .withTime, .withColonSeparatorInTime])
-        out.append("atsgate benchmark, \(date.prefix(16))Z, \(ProcFS.cores) cores, \(bench.duration) s per measurement\(bench.quick ? " (--quick)" : ""), \(seconds) s in all")
+        out.append("atsgate benchmark, started \(date.prefix(19))Z, \(ProcFS.cores) cores, \(bench.duration) s per measurement\(bench.quick ? " (--quick)" : ""), \(seconds) s in all")
         out.append("")
         out.append("| workload | how |" + tableColumns.map { " \(bench.header(of: $0)) |" }.joined())
         out.append("| --- | --- |" + String(repeating: " --- |", count: tableColumns.count))
