@@ -79,14 +79,16 @@ enum ProcFS {
         return ticks / clockTicksPerSecond
     }
 
-    /// CPU seconds of every process outside this benchmark's own tree (other builds and tests).
+    /// CPU seconds the other processes on the machine used: the machine's busy time (user, nice and
+    /// system of every core, /proc/stat) less this benchmark's tree (itself, its live descendants, and
+    /// those they waited for). Interrupt time is left out: most of it is the loopback traffic the
+    /// benchmark makes. Summing the other processes instead would count a process's whole life at the
+    /// moment its parent reaps it (a test suite that ends during a column).
     static func otherCPUSeconds() -> Double {
-        let me = getpid()
-        let stats = allStats()
-        let parents = Dictionary(stats.map { ($0.pid, $0.parent) }, uniquingKeysWith: { a, _ in a })
-        let ticks = stats.filter { !isDescendant($0.pid, of: me, parents: parents) }
-            .reduce(0) { $0 + $1.ticks + $1.reapedChildrenTicks }
-        return ticks / clockTicksPerSecond
+        guard let line = read("/proc/stat")?.split(separator: "\n").first else { return 0 }
+        let fields = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+        guard fields.count >= 3 else { return 0 }
+        return (fields[0] + fields[1] + fields[2]) / clockTicksPerSecond - treeCPUSeconds(getpid())
     }
 
     /// VmRSS of a process and its direct children, KiB.
@@ -109,24 +111,24 @@ enum ProcFS {
         }
     }
 
-    /// A snapshot of who else is busy: the processes outside this tree that used CPU since `since`.
+    /// Who else was busy: the processes outside this tree by the CPU they used themselves since
+    /// `before` (live ones; a process that started and ended in between is not seen).
     static func busiestOthers(since before: [pid_t: Double], limit: Int = 4) -> [(String, Double)] {
         let me = getpid()
         let stats = allStats()
         let parents = Dictionary(stats.map { ($0.pid, $0.parent) }, uniquingKeysWith: { a, _ in a })
         var byName: [String: Double] = [:]
         for stat in stats where !isDescendant(stat.pid, of: me, parents: parents) {
-            let used = (stat.ticks + stat.reapedChildrenTicks) / clockTicksPerSecond - (before[stat.pid] ?? 0)
+            let used = stat.ticks / clockTicksPerSecond - (before[stat.pid] ?? 0)
             guard used > 0.05 else { continue }
             byName[commandName(stat.pid), default: 0] += used
         }
         return byName.sorted { $0.value > $1.value }.prefix(limit).map { ($0.key, $0.value) }
     }
 
-    /// CPU seconds per process now, for `busiestOthers`.
+    /// CPU seconds each process used itself so far, for `busiestOthers`.
     static func cpuByProcess() -> [pid_t: Double] {
-        Dictionary(allStats().map { ($0.pid, ($0.ticks + $0.reapedChildrenTicks) / clockTicksPerSecond) },
-                   uniquingKeysWith: { a, _ in a })
+        Dictionary(allStats().map { ($0.pid, $0.ticks / clockTicksPerSecond) }, uniquingKeysWith: { a, _ in a })
     }
 
     static func commandName(_ pid: pid_t) -> String {

@@ -153,7 +153,7 @@ struct Report {
             guard let top = results.otherProcesses[column], !top.isEmpty else { return nil }
             return "\(column): " + top.map { String(format: "%@ %.1f s", $0.0, $0.1) }.joined(separator: ", ")
         }
-        if !who.isEmpty { lines.append("Busiest other processes (CPU seconds while the column ran): " + who.joined(separator: "; ") + ".") }
+        if !who.isEmpty { lines.append("Busiest other processes (CPU seconds each used itself while the column ran): " + who.joined(separator: "; ") + ".") }
         if measured.contains(where: { results.otherLoad[$0]! >= 10 }) {
             lines.append("Warning: other processes competed for the CPU; the columns are not comparable. Re-run on an idle machine.")
         }
