@@ -58,6 +58,12 @@ let package = Package(
             dependencies: ["ATSPolicy"],
             path: "Benchmarks/DecisionBenchmark"
         ),
+        // Not a test: scripts/benchmark runs it (release) for the proxy table of BENCHMARKS.md.
+        .executableTarget(
+            name: "ProxyBenchmark",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/ProxyBenchmark"
+        ),
 
         // What every test target shares: captured handshakes, loopback clients and origins, ports
         // bound at 0, a seeded generator, an in-memory decision log.
