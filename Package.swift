@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "atsgate", targets: ["atsgate"]),
         .library(name: "ATSPolicy", targets: ["ATSPolicy"]),
+        .library(name: "ATSReport", targets: ["ATSReport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -30,6 +31,15 @@ let package = Package(
         .target(name: "CAtsgateShims"),
         .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
+        // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination, judged
+        // again under the app's policy, and rendered. The only importer of CZlib.
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "TLSWire", "CZlib"]),
 
         // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
         // Connections are confined to one serial queue each, which Swift 6's checker cannot express for
@@ -44,7 +54,7 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ProxyCore", "TLSClient", "Systemd",
+                "ATSPolicy", "ATSReport", "ProxyCore", "TLSClient", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -57,6 +67,7 @@ let package = Package(
         ),
 
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy"]),
+        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),

@@ -1,0 +1,3 @@
+extension Report {
+    public var html: String { "" }
+}

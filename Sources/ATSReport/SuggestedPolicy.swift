@@ -1,0 +1,44 @@
+import ATSPolicy
+
+/// The app's dictionary with the needed exceptions added and the unused keys removed, and the proof:
+/// every recorded destination decided again under it.
+public struct SuggestedPolicy: Sendable {
+    public var source: PolicySource
+    public var added: [PolicyChange]
+    public var removed: [UnusedKey]
+    /// Destinations still blocked under the suggestion, with why: what could not be proven.
+    public var unproven: [(url: String, reasons: [String])]
+    /// Removing the unused keys all together changed a decision, so they were kept (each alone changes none).
+    public var keptUnused: Bool
+
+    public var isProven: Bool { unproven.isEmpty }
+
+    /// Builds the suggestion and proves it: under it, every recorded destination must be blocked for
+    /// nothing it was not blocked for before (same action or better), and nothing a change fixes may
+    /// remain. Removals that only break things together are taken back.
+    static func make(source: PolicySource, options: EngineOptions, traffic: [DestinationTraffic],
+                     findings: [[Finding]], added: [PolicyChange], unused: [UnusedKey]) -> SuggestedPolicy {
+        func prove(_ candidate: PolicySource) -> (ok: Bool, unproven: [(String, [String])]) {
+            let judge = DestinationJudge(policy: Policy(candidate), options: options)
+            var ok = true
+            var unproven: [(String, [String])] = []
+            for (index, recorded) in traffic.enumerated() {
+                let after = judge.findings(recorded)
+                if !Set(after).isSubset(of: Set(findings[index])) { ok = false }
+                if !after.isEmpty { unproven.append((recorded.url, after.map(\.reason))) }
+            }
+            return (ok, unproven)
+        }
+        let withAdditions = source.applying(added)
+        let full = withAdditions.applying(unused.map(\.change))
+        let proof = prove(full)
+        if proof.ok {
+            return SuggestedPolicy(source: full, added: added, removed: unused, unproven: proof.unproven, keptUnused: false)
+        }
+        let fallback = prove(withAdditions)
+        var unproven = fallback.unproven
+        if !fallback.ok { unproven.append(("(the suggestion)", ["a recorded destination is blocked for a new reason"])) }
+        return SuggestedPolicy(source: withAdditions, added: added, removed: [], unproven: unproven,
+                               keptUnused: !unused.isEmpty)
+    }
+}
