@@ -93,6 +93,19 @@ struct FixPlanner {
             }
             needs[host] = hostNeeds
         }
+        // The global key only when it changes nothing else recorded (other local destinations that were
+        // fine under ATS would lose it); otherwise the hosts get exception entries like any other.
+        if !globalChanges.isEmpty {
+            let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
+            let blockedHosts = Set(needs.keys)
+            let others = traffic.indices.filter { index in
+                guard let host = judge.decide(traffic[index])?.destination.host.description else { return false }
+                return !blockedHosts.contains(host)
+            }
+            if others.contains(where: { relaxed.decide(traffic[$0])?.requirements != judge.decide(traffic[$0])?.requirements }) {
+                globalChanges = []
+            }
+        }
         // Hosts the global change already fixes need no entry.
         if !globalChanges.isEmpty {
             let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)

@@ -14,17 +14,32 @@ public struct SuggestedPolicy: Sendable {
     public var isProven: Bool { unproven.isEmpty }
 
     /// Builds the suggestion and proves it: under it, every recorded destination must be blocked for
-    /// nothing it was not blocked for before (same action or better), and nothing a change fixes may
-    /// remain. Removals that only break things together are taken back.
+    /// nothing it was not blocked for before (same action or better), a destination whose host needed
+    /// nothing must be decided exactly as before, and what stays blocked is listed as unproven. Each
+    /// removal alone changes no decision; should they change one together, they are all taken back.
     static func make(source: PolicySource, options: EngineOptions, traffic: [DestinationTraffic],
                      findings: [[Finding]], added: [PolicyChange], unused: [UnusedKey]) -> SuggestedPolicy {
+        let original = DestinationJudge(policy: Policy(source), options: options)
+        // Hosts with something blocked: the changes are for them, and a key such as
+        // NSExceptionAllowsInsecureHTTPLoads relaxes all of a host's loads, not only the blocked ones.
+        var fixedHosts: Set<String> = []
+        for (index, recorded) in traffic.enumerated() where !findings[index].isEmpty {
+            fixedHosts.insert(original.decide(recorded)?.destination.host.description ?? recorded.host)
+        }
         func prove(_ candidate: PolicySource) -> (ok: Bool, unproven: [(String, [String])]) {
             let judge = DestinationJudge(policy: Policy(candidate), options: options)
             var ok = true
             var unproven: [(String, [String])] = []
             for (index, recorded) in traffic.enumerated() {
                 let after = judge.findings(recorded)
+                // Never blocked for something new.
                 if !Set(after).isSubset(of: Set(findings[index])) { ok = false }
+                // A host that needed nothing is decided exactly as before: no change may relax (or
+                // tighten) what it did not ask for.
+                if let before = original.decide(recorded), !fixedHosts.contains(before.destination.host.description),
+                   let now = judge.decide(recorded), before.requirements != now.requirements || before.action != now.action {
+                    ok = false
+                }
                 if !after.isEmpty { unproven.append((recorded.url, after.map(\.reason))) }
             }
             return (ok, unproven)
