@@ -37,11 +37,14 @@ struct FixPlanner {
 
     /// Fixes per destination index (nil for a destination with nothing blocked), and every change.
     func plan() -> (fixes: [DestinationFix?], changes: [PolicyChange]) {
+        // Decided once: every step below asks again about the same destinations.
+        let decisions = traffic.map(judge.decide)
+        let hosts = decisions.map { $0?.destination.host.description }
         var needs: [String: Needs] = [:]
         var unfixable: [Int: [(Finding, String)]] = [:]
         var globalChanges: [PolicyChange] = []
         for (index, found) in findings.enumerated() where !found.isEmpty {
-            guard let decision = judge.decide(traffic[index]) else {
+            guard let decision = decisions[index] else {
                 unfixable[index] = found.map { ($0, "the log's host '\(traffic[index].host)' is not one ATS can name") }
                 continue
             }
@@ -99,20 +102,21 @@ struct FixPlanner {
             let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
             let blockedHosts = Set(needs.keys)
             let others = traffic.indices.filter { index in
-                guard let host = judge.decide(traffic[index])?.destination.host.description else { return false }
+                guard let host = hosts[index] else { return false }
                 return !blockedHosts.contains(host)
             }
-            if others.contains(where: { relaxed.decide(traffic[$0])?.requirements != judge.decide(traffic[$0])?.requirements }) {
+            if others.contains(where: { relaxed.decide(traffic[$0])?.requirements != decisions[$0]?.requirements }) {
                 globalChanges = []
             }
         }
         // Hosts the global change already fixes need no entry.
         if !globalChanges.isEmpty {
             let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
-            for (host, _) in needs {
-                let indexes = traffic.indices.filter { judge.decide(traffic[$0])?.destination.host.description == host }
-                if indexes.allSatisfy({ relaxed.findings(traffic[$0]).allSatisfy { !$0.isATS } }) { needs[host] = nil }
+            var stillBlocked: Set<String> = []
+            for index in traffic.indices where !findings[index].isEmpty {
+                if let host = hosts[index], relaxed.findings(traffic[index]).contains(where: \.isATS) { stillBlocked.insert(host) }
             }
+            for host in needs.keys where !stillBlocked.contains(host) { needs[host] = nil }
         }
 
         var hostChanges: [String: [PolicyChange]] = [:]
@@ -127,7 +131,7 @@ struct FixPlanner {
                 hostChanges[host] = entryChanges(host: host, needs: hostNeeds)
             }
         }
-        for (parent, members) in parentGroups(cleartextOnly, needs: needs) {
+        for (parent, members) in parentGroups(cleartextOnly, needs: needs, decisions: decisions) {
             let changes: [PolicyChange] = [
                 .setEntryKey(domain: parent, key: ATSKey.includesSubdomains, value: .bool(true)),
                 .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
@@ -142,21 +146,29 @@ struct FixPlanner {
         for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
 
         var all = globalChanges
+        var seen: Set<[String]> = []
         for host in hostChanges.keys.sorted() {
-            for change in hostChanges[host]! where !all.contains(change) { all.append(change) }
+            for change in hostChanges[host]! where seen.insert(change.keyPath).inserted { all.append(change) }
         }
 
         var fixes: [DestinationFix?] = Array(repeating: nil, count: traffic.count)
+        var verifier: (key: String, judge: DestinationJudge)?
         for (index, found) in findings.enumerated() where !found.isEmpty {
             var fix = DestinationFix()
             fix.unfixable = unfixable[index] ?? []
-            let decision = judge.decide(traffic[index])
-            let host = decision?.destination.host.description
+            let decision = decisions[index]
+            let host = hosts[index]
             if case .global(_, .localNetworkingNo?)? = decision?.basis { fix.changes = globalChanges }
             if let host, let changes = hostChanges[host] { fix.changes += changes }
             fix.scope = host.flatMap { scopes[$0] }
-            let after = DestinationJudge(policy: Policy(source.applying(fix.changes)), options: options)
-                .findings(traffic[index])
+            // One judge per host: a host's ports and schemes share its changes, and sit next to each other
+            // (destinations are sorted by host), so only the last judge is kept.
+            let cacheKey = (host ?? traffic[index].host) + (fix.changes.isEmpty ? "" : " changed")
+            if verifier?.key != cacheKey {
+                verifier = (cacheKey, fix.changes.isEmpty ? judge
+                    : DestinationJudge(policy: Policy(source.applying(fix.changes)), options: options))
+            }
+            let after = verifier!.judge.findings(traffic[index])
             let remaining = Set(after.map(\.reason))
             fix.verified = remaining == Set(fix.unfixable.map(\.finding.reason))
             fixes[index] = fix
@@ -211,7 +223,7 @@ struct FixPlanner {
     /// Parents with NSIncludesSubdomains that can replace several hosts' own entries: the most specific
     /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
     /// cleartext block goes and every other recorded destination under it keeps its decision.
-    private func parentGroups(_ hosts: Set<String>, needs: [String: Needs]) -> [(String, [String])] {
+    private func parentGroups(_ hosts: Set<String>, needs: [String: Needs], decisions: [Decision?]) -> [(String, [String])] {
         var candidates: [String: Set<String>] = [:]
         for host in hosts {
             var labels = host.split(separator: ".", omittingEmptySubsequences: false)
@@ -239,7 +251,7 @@ struct FixPlanner {
             let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
             var accepted = true
             for (index, recorded) in traffic.enumerated() {
-                guard let before = judge.decide(recorded) else { continue }
+                guard let before = decisions[index] else { continue }
                 let host = before.destination.host.description
                 guard host == parent || host.hasSuffix("." + parent) else { continue }
                 if members.contains(host) {

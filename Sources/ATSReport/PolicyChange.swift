@@ -62,7 +62,27 @@ extension PolicySource {
     /// The same source with `changes` applied to its dictionary, in order.
     public func applying(_ changes: [PolicyChange]) -> PolicySource {
         var copy = self
-        for change in changes { copy.dictionary.apply(change) }
+        // NSExceptionDomains is taken out while its entries change, so thousands of changes edit one
+        // uniquely held dictionary instead of copying it once each.
+        var domains = copy.dictionary.removeValue(forKey: ATSKey.exceptionDomains)
+        for change in changes {
+            if case .setEntryKey(let domain, let key, let value) = change {
+                var all = domains?.dictionaryValue ?? [:]
+                domains = nil
+                var entry = all.removeValue(forKey: domain)?.dictionaryValue ?? [:]
+                entry[key] = value
+                all[domain] = .dictionary(entry)
+                domains = .dictionary(all)
+            } else if case .removeEntry(let domain) = change {
+                var all = domains?.dictionaryValue ?? [:]
+                domains = nil
+                all[domain] = nil
+                domains = all.isEmpty ? nil : .dictionary(all)
+            } else {
+                copy.dictionary.apply(change)
+            }
+        }
+        if let domains { copy.dictionary[ATSKey.exceptionDomains] = domains }
         return copy
     }
 }

@@ -62,13 +62,27 @@ public struct RecordScanner {
 
     /// Scans one line (without its newline).
     public func scan(_ line: UnsafeRawBufferPointer) -> Outcome {
+        var fields = Fields()
+        switch scan(line, into: &fields) {
+        case .record: return .record(fields)
+        case .missingFields: return .missingFields(fields.missing)
+        case .notARecord: return .notARecord
+        }
+    }
+
+    /// What `scan(_:into:)` found; the fields are in its argument.
+    public enum Kind {
+        case record, missingFields, notARecord
+    }
+
+    /// Scans one line into `fields` (which must start empty): the hot path, with no copy of the fields.
+    public func scan(_ line: UnsafeRawBufferPointer, into fields: inout Fields) -> Kind {
         guard let base = line.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .notARecord }
         var cursor = Cursor(base: base, end: line.count)
-        var fields = Fields()
         cursor.skipWhitespace()
         guard cursor.take(UInt8(ascii: "{")) else { return .notARecord }
         cursor.skipWhitespace()
-        if cursor.take(UInt8(ascii: "}")) { return .missingFields(fields.missing) }
+        if cursor.take(UInt8(ascii: "}")) { return .missingFields }
         while true {
             cursor.skipWhitespace()
             guard let key = cursor.string() else { return .notARecord }
@@ -83,8 +97,7 @@ public struct RecordScanner {
             guard cursor.atEnd else { return .notARecord }
             break
         }
-        let missing = fields.missing
-        return missing.isEmpty ? .record(fields) : .missingFields(missing)
+        return fields.time.isPresent && fields.action.isPresent ? .record : .missingFields
     }
 
     /// Reads the value of `key` into `fields` when the report wants it, else skips it. False when the
@@ -260,17 +273,36 @@ private struct Cursor {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
         var escaped = false
-        while index < end {
-            // The next quote or backslash; control characters are refused (JSON forbids them raw).
-            guard let found = memchr(base + index, Int32(UInt8(ascii: "\"")), end - index) else { return nil }
-            let quote = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
-            if let backslash = memchr(base + index, Int32(UInt8(ascii: "\\")), quote - index) {
+        while true {
+            guard let special = nextQuoteOrBackslash() else { return nil }
+            if base[special] == UInt8(ascii: "\\") {
                 escaped = true
-                index = base.distance(to: backslash.assumingMemoryBound(to: UInt8.self)) + 2
+                index = special + 2
                 continue
             }
-            index = quote + 1
-            return RecordScanner.Span(start: start, count: quote - start, escaped: escaped)
+            index = special + 1
+            return RecordScanner.Span(start: start, count: special - start, escaped: escaped)
+        }
+    }
+
+    /// The offset of the next `"` or `\\` from the cursor, eight bytes at a time (most values are short,
+    /// so a call to memchr per string cost more than the scan itself).
+    private func nextQuoteOrBackslash() -> Int? {
+        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
+        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        var offset = index
+        while offset + 8 <= end {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
+            let q = word ^ quotes, b = word ^ backslashes
+            // A zero byte in q or b marks a match (the classic "has zero byte" test).
+            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
+            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
+            offset += 8
+        }
+        while offset < end {
+            let byte = base[offset]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
+            offset += 1
         }
         return nil
     }

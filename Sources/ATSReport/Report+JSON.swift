@@ -2,7 +2,9 @@ import ATSPolicy
 
 extension Report {
     /// One JSON document with everything the other formats show.
-    public var json: JSONValue {
+    public var json: JSONValue { json(apps: .array(apps.map(\.json))) }
+
+    func json(apps: JSONValue) -> JSONValue {
         .object([
             ("records", .int(summary.records)),
             ("profile", .string(options.profile.rawValue)),
@@ -17,13 +19,64 @@ extension Report {
                     ("first_skipped", input.firstSkipped.map { .object([("line", .int($0.line)), ("why", .string($0.why))]) } ?? .null),
                 ])
             })),
-            ("apps", .array(apps.map(\.json))),
+            ("apps", apps),
         ])
     }
 }
 
+extension Report {
+    /// The same document as `json.pretty`, as one String.
+    public var jsonText: String {
+        var out = ""
+        writeJSON { out += $0 }
+        return out
+    }
+
+    /// The same document as `json.pretty`, handed to `write` one destination at a time: the tree and
+    /// text of a whole report of thousands of destinations would cost more memory than reading the logs.
+    public func writeJSON(_ write: (String) -> Void) {
+        var fields = json(apps: .array([])).fields
+        fields.removeLast()
+        write(String(JSONValue.object(fields).pretty.dropLast(2)) + ",\n  \"apps\": [")
+        for (index, app) in apps.enumerated() {
+            write(index == 0 ? "\n    " : ",\n    ")
+            // The app's fields around a marker where its destinations go.
+            let shell = JSONValue.indent(app.json(destinations: .string("\u{1}")).pretty, by: 4)
+            let marker = shell.range(of: "\"\\u0001\"")!
+            write(shell[..<marker.lowerBound] + "[")
+            for (position, destination) in app.destinations.enumerated() {
+                write((position == 0 ? "\n" : ",\n") + String(repeating: " ", count: 8)
+                      + JSONValue.indent(destination.json.pretty, by: 8))
+            }
+            write((app.destinations.isEmpty ? "]" : "\n      ]") + shell[marker.upperBound...])
+        }
+        write(apps.isEmpty ? "]\n}" : "\n  ]\n}")
+    }
+}
+
+extension JSONValue {
+    /// The object's fields (empty for other values).
+    var fields: [(String, JSONValue)] {
+        if case .object(let fields) = self { return fields }
+        return []
+    }
+
+    /// Pretty JSON text moved right by `spaces` on every line after the first.
+    static func indent(_ text: String, by spaces: Int) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count + text.utf8.count / 8)
+        for byte in text.utf8 {
+            bytes.append(byte)
+            if byte == UInt8(ascii: "\n") { bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: spaces)) }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
+
 extension AppReport {
-    var json: JSONValue {
+    var json: JSONValue { json(destinations: .array(destinations.map(\.json))) }
+
+    func json(destinations: JSONValue) -> JSONValue {
         .object([
             ("app", .string(app)),
             ("policy", .string(policy.origin)),
@@ -33,7 +86,7 @@ extension AppReport {
             ("reasons", .object(reasons.map { ($0.0, .int($0.1)) })),
             ("without_destination", .object(undirected.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
             ("blocked", .int(blocked.count)),
-            ("destinations", .array(destinations.map(\.json))),
+            ("destinations", destinations),
             ("unused", .array(unused.map { key in
                 .object([
                     ("key_path", .array(key.change.keyPath.map(JSONValue.string))),

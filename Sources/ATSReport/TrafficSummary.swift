@@ -65,10 +65,29 @@ public struct DestinationTraffic: Sendable {
 public struct TimeBuckets: Sendable {
     /// Minute since the epoch -> records per `LoggedAction.rawValue`.
     public var minutes: [Int64: [Int]] = [:]
+    /// The minute being counted: records arrive mostly in order, so most need no dictionary lookup.
+    private var current: Int64 = .min
+    private var counts = [Int](repeating: 0, count: LoggedAction.allCases.count)
 
     mutating func add(time: Int64, action: LoggedAction) {
         let minute = time >= 0 ? time / 60_000 : (time - 59_999) / 60_000
-        minutes[minute, default: [Int](repeating: 0, count: LoggedAction.allCases.count)][action.rawValue] += 1
+        if minute != current {
+            flush()
+            current = minute
+        }
+        counts[action.rawValue] += 1
+    }
+
+    /// Moves the current minute's counts into `minutes`.
+    mutating func flush() {
+        guard current != .min else { return }
+        if let existing = minutes[current] {
+            minutes[current] = zip(existing, counts).map(+)
+        } else {
+            minutes[current] = counts
+        }
+        counts = [Int](repeating: 0, count: LoggedAction.allCases.count)
+        current = .min
     }
 }
 
@@ -121,26 +140,29 @@ public struct TrafficSummary: Sendable {
 }
 
 /// Builds a `TrafficSummary` line by line; the hot path of `atsgate report`.
+///
+/// Per record: one scan of the line, one hash of the destination's bytes (app, scheme, host, port) to
+/// find its slot, and a hash per reason, suite or exception seen. Values are interned once and counted
+/// in flat tables keyed by small numbers, so no String and no nested array is touched per record.
 public struct TrafficSummaryBuilder {
-    private struct Key: Hashable {
-        var app: Int32
-        var scheme: Int32
-        var host: Int32
-        var port: Int32
-    }
-
     private let scanner = RecordScanner()
+    /// Values (reasons, versions, suites, exceptions, apps) by id.
     private var strings = Interner()
-    private var index: [Key: Int] = [:]
+    /// Destination keys (`app NUL scheme NUL host NUL port`); a key's id is its slot in `destinations`.
+    private var keys = Interner()
+    private var keyBuffer: [UInt8] = []
     private var destinations: [DestinationTraffic] = []
-    /// Per destination: interned reason ids with counts, merged into `reasons` at the end.
-    private var reasonCounts: [[(id: Int, count: Int)]] = []
-    private var handshakeIDs: [[(version: Int, cipher: Int)]] = []
-    private var exceptionIDs: [[Int]] = []
+    /// (slot << 20 | reason id) -> records.
+    private var reasonCounts: [Int: Int] = [:]
+    /// slot << 40 | version id << 20 | cipher id (+1, 0 for none).
+    private var handshakes: Set<Int> = []
+    /// slot << 20 | exception id.
+    private var exceptions: Set<Int> = []
+    /// Per reason id: a certificate finding (`certificate-*`).
+    private var isCertificateReason: [Bool] = []
     private var inputs: [InputStats] = []
     private var buckets = TimeBuckets()
     private var undirected: [String: [String: Int]] = [:]
-    private let none = -1
 
     public init() {}
 
@@ -153,14 +175,15 @@ public struct TrafficSummaryBuilder {
         if inputs.isEmpty { begin(path: "-") }
         let input = inputs.count - 1
         inputs[input].lines += 1
-        // Blank lines are nobody's records and no one's problem.
-        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-        switch scanner.scan(line) {
+        var fields = RecordScanner.Fields()
+        switch scanner.scan(line, into: &fields) {
         case .notARecord:
+            // Blank lines are nobody's records and no one's problem.
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
             skip(input, why: "not a JSON object", notRecord: true)
-        case .missingFields(let names):
-            skip(input, why: "no \(names.joined(separator: ", "))", notRecord: false)
-        case .record(let fields):
+        case .missingFields:
+            skip(input, why: "no \(fields.missing.joined(separator: ", "))", notRecord: false)
+        case .record:
             guard let time = Timestamp.milliseconds(span(fields.time, line)) else {
                 return skip(input, why: "time is not an RFC 3339 UTC timestamp", notRecord: false)
             }
@@ -179,35 +202,45 @@ public struct TrafficSummaryBuilder {
     }
 
     private mutating func intern(_ field: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> Int {
-        guard field.isPresent else { return none }
         if field.escaped { return strings.id(RecordScanner.string(field, in: line)) }
         return strings.id(span(field, line))
+    }
+
+    /// Appends a field's decoded bytes to the key.
+    private mutating func appendKey(_ field: RecordScanner.Span, _ line: UnsafeRawBufferPointer) {
+        if field.isPresent {
+            if field.escaped {
+                keyBuffer.append(contentsOf: RecordScanner.string(field, in: line).utf8)
+            } else {
+                keyBuffer.append(contentsOf: span(field, line))
+            }
+        }
+        keyBuffer.append(0)
     }
 
     private mutating func add(_ fields: RecordScanner.Fields, time: Int64, line: UnsafeRawBufferPointer) {
         let action = LoggedAction(span(fields.action, line))
         buckets.add(time: time, action: action)
         // One app's records or many: `app` once the device-lab routing logs it, else the policy file.
-        let app = fields.app.isPresent ? intern(fields.app, line) : intern(fields.policy, line)
+        let app = fields.app.isPresent ? fields.app : fields.policy
         guard fields.hasDestination else {
-            let appName = app == none ? "-" : strings[app]
+            let appName = app.isPresent ? RecordScanner.string(app, in: line) : "-"
             let reason = fields.reason.isPresent ? RecordScanner.string(fields.reason, in: line) : action.name
             undirected[appName, default: [:]][reason, default: 0] += 1
             return
         }
-        let key = Key(app: Int32(app), scheme: Int32(intern(fields.scheme, line)), host: Int32(intern(fields.host, line)),
-                      port: Int32(fields.port))
-        let slot: Int
-        if let existing = index[key] {
-            slot = existing
-        } else {
-            slot = destinations.count
-            index[key] = slot
-            destinations.append(DestinationTraffic(app: app == none ? "-" : strings[app], scheme: strings[Int(key.scheme)],
-                                                   host: strings[Int(key.host)], port: fields.port))
-            reasonCounts.append([])
-            handshakeIDs.append([])
-            exceptionIDs.append([])
+        keyBuffer.removeAll(keepingCapacity: true)
+        appendKey(app, line)
+        appendKey(fields.scheme, line)
+        appendKey(fields.host, line)
+        keyBuffer.append(UInt8(truncatingIfNeeded: fields.port >> 8))
+        keyBuffer.append(UInt8(truncatingIfNeeded: fields.port))
+        let slot = keyBuffer.withUnsafeBytes { keys.id($0) }
+        if slot == destinations.count {
+            destinations.append(DestinationTraffic(
+                app: app.isPresent ? RecordScanner.string(app, in: line) : "-",
+                scheme: RecordScanner.string(fields.scheme, in: line),
+                host: RecordScanner.string(fields.host, in: line), port: fields.port))
         }
         destinations[slot].records += 1
         destinations[slot].actions[action.rawValue] += 1
@@ -216,27 +249,25 @@ public struct TrafficSummaryBuilder {
 
         if fields.reason.isPresent {
             let reason = intern(fields.reason, line)
-            if let at = reasonCounts[slot].firstIndex(where: { $0.id == reason }) {
-                reasonCounts[slot][at].count += 1
-            } else {
-                reasonCounts[slot].append((reason, 1))
+            reasonCounts[slot << 20 | reason, default: 0] += 1
+            while isCertificateReason.count <= reason {
+                isCertificateReason.append(strings[isCertificateReason.count].hasPrefix("certificate-"))
             }
+            if isCertificateReason[reason] { destinations[slot].certificateFindings.insert(strings[reason]) }
             if action == .block {
                 if fields.enforced == false { destinations[slot].reportOnlyBlocks += 1 }
                 if destinations[slot].blockMessage == nil, fields.message.isPresent {
                     destinations[slot].blockMessage = RecordScanner.string(fields.message, in: line)
                 }
             }
-            let text = strings[reason]
-            if text.hasPrefix("certificate-") { destinations[slot].certificateFindings.insert(text) }
         }
         if fields.tlsVersion.isPresent {
-            let pair = (version: intern(fields.tlsVersion, line), cipher: intern(fields.cipher, line))
-            if !handshakeIDs[slot].contains(where: { $0 == pair }) { handshakeIDs[slot].append(pair) }
+            let version = intern(fields.tlsVersion, line)
+            let cipher = fields.cipher.isPresent ? intern(fields.cipher, line) + 1 : 0
+            handshakes.insert(slot << 40 | version << 20 | cipher)
         }
         if fields.exception.isPresent {
-            let exception = intern(fields.exception, line)
-            if !exceptionIDs[slot].contains(exception) { exceptionIDs[slot].append(exception) }
+            exceptions.insert(slot << 20 | intern(fields.exception, line))
         }
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
@@ -245,16 +276,18 @@ public struct TrafficSummaryBuilder {
 
     public func finish() -> TrafficSummary {
         var result = destinations
-        for slot in result.indices {
-            for (id, count) in reasonCounts[slot] { result[slot].reasons[strings[id], default: 0] += count }
-            for pair in handshakeIDs[slot] {
-                result[slot].handshakes.insert(Handshake(version: strings[pair.version],
-                                                         cipher: pair.cipher == none ? nil : strings[pair.cipher]))
-            }
-            for id in exceptionIDs[slot] { result[slot].exceptions.insert(strings[id]) }
+        let mask = (1 << 20) - 1
+        for (key, count) in reasonCounts { result[key >> 20].reasons[strings[key & mask], default: 0] += count }
+        for key in handshakes {
+            let cipher = key & mask
+            result[key >> 40].handshakes.insert(Handshake(version: strings[(key >> 20) & mask],
+                                                          cipher: cipher == 0 ? nil : strings[cipher - 1]))
         }
+        for key in exceptions { result[key >> 20].exceptions.insert(strings[key & mask]) }
         result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
-        return TrafficSummary(destinations: result, inputs: inputs, buckets: buckets, undirected: undirected)
+        var merged = buckets
+        merged.flush()
+        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected)
     }
 }
 

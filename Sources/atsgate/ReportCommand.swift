@@ -73,25 +73,52 @@ struct ReportCommand: ParsableCommand {
                                     localNetworks: localNetwork.isEmpty ? EngineOptions.defaultLocalNetworks : localNetwork,
                                     cleartext: .block)
         let report = Report(summary: summary, policies: policies, options: options)
-        let text: String
+        let output = try ReportOutput(path: self.output)
         switch format {
-        case .text: text = report.text
-        case .json: text = report.json.pretty + "\n"
-        case .junit: text = report.junit
-        case .sarif: text = report.sarif(toolVersion: AtsgateVersion.string).pretty + "\n"
-        case .html: text = report.html
-        case .plist: text = report.plist
+        case .text: output.write(report.text)
+        case .json:
+            // Written as it is rendered: a report of thousands of destinations is never one String.
+            report.writeJSON(output.write)
+            output.write("\n")
+        case .junit: output.write(report.junit)
+        case .sarif: output.write(report.sarif(toolVersion: AtsgateVersion.string).pretty + "\n")
+        case .html: output.write(report.html)
+        case .plist: output.write(report.plist)
         }
-        if let output {
-            do {
-                try Data(text.utf8).write(to: URL(fileURLWithPath: output))
-            } catch {
-                throw CommandFailure(message: "\(output): cannot write: \(error.localizedDescription)")
-            }
-        } else {
-            FileHandle.standardOutput.write(Data(text.utf8))
-        }
+        try output.close()
         guard failOn == .block else { return }
         if report.wouldBlock || (format == .plist && !report.isProven) { throw ExitCode(1) }
+    }
+}
+
+/// Standard output or the --output file, written in large blocks.
+final class ReportOutput {
+    private let handle: FileHandle
+    private let path: String?
+    private var buffer: [UInt8] = []
+
+    init(path: String?) throws {
+        self.path = path
+        guard let path else { handle = .standardOutput; return }
+        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+            throw CommandFailure(message: "\(path): cannot write: \(String(cString: strerror(errno)).lowercased())")
+        }
+        handle = file
+    }
+
+    func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 20 { flush() }
+    }
+
+    private func flush() {
+        guard !buffer.isEmpty else { return }
+        handle.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func close() throws {
+        flush()
+        if path != nil { try handle.close() }
     }
 }

@@ -113,3 +113,14 @@ import Testing
         #expect(text.hasSuffix("verdict: 2 destinations were or would be blocked\n"))
     }
 }
+
+extension RenderingTests {
+    @Test func theStreamedJSONIsTheSameDocumentAsTheTree() throws {
+        let report = try Self.report()
+        #expect(report.jsonText == report.json.pretty)
+        let two = Report(summary: F.summary([F.record("http", "a.example.com", 80, app: "one"),
+                                             F.record("http", "b.example.com", 80, app: "two")]),
+                         policies: [], options: EngineOptions())
+        #expect(two.jsonText == two.json.pretty)
+    }
+}
