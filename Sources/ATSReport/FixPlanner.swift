@@ -144,6 +144,13 @@ struct FixPlanner {
             }
         }
         for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
+        // Said where it matters: insecure loads also turn certificate checks off for the host's HTTPS (R10, R15).
+        for (host, hostNeeds) in needs where hostNeeds.cleartext || hostNeeds.anyCipher {
+            let https = traffic.indices.contains { hosts[$0] == host && traffic[$0].scheme == Scheme.https.rawValue }
+            guard https else { continue }
+            let note = "NSExceptionAllowsInsecureHTTPLoads also turns certificate checks off for \(host)'s HTTPS loads"
+            scopes[host] = scopes[host].map { $0 + "; " + note } ?? note
+        }
 
         var all = globalChanges
         var seen: Set<[String]> = []

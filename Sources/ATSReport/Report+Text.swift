@@ -24,7 +24,7 @@ extension Report {
 
 extension AppReport {
     var text: String {
-        var out = "app \(app) (policy \(policy.origin))\n"
+        var out = app == policy.origin ? "policy \(app)\n" : "app \(app) (policy \(policy.origin))\n"
         if let policyNote { out += "  note: \(policyNote)\n" }
         let counts = LoggedAction.allCases.compactMap { action -> String? in
             let count = self.count(action)
@@ -63,7 +63,8 @@ extension DestinationReport {
     var text: String {
         let reasons = findings.map(\.reason).joined(separator: ", ")
         var out = "    \(traffic.url)  \(reasons)  \(traffic.records) record\(traffic.records == 1 ? "" : "s"), "
-        out += "\(Timestamp.text(traffic.firstTime)) .. \(Timestamp.text(traffic.lastTime))"
+        out += traffic.firstTime == traffic.lastTime ? "at \(Timestamp.text(traffic.firstTime))"
+            : "\(Timestamp.text(traffic.firstTime)) .. \(Timestamp.text(traffic.lastTime))"
         if traffic.reportOnlyBlocks > 0 { out += ", \(traffic.reportOnlyBlocks) report-only" }
         out += "\n"
         for finding in findings { out += "      \(finding.reason): \(finding.detail)\n" }
