@@ -11,7 +11,7 @@ public struct LogReadError: Error, CustomStringConvertible, Sendable {
 /// Streams the lines of decision logs: files, directories (every regular file inside, by name), `-` for
 /// standard input, and gzip (`.gz`) by extension. Memory stays at one read buffer plus the longest line:
 /// lines are handed over inside the buffer they were read into.
-public struct LogReader {
+public struct LogReader: Sendable {
     /// Bytes read per system call.
     static let chunkSize = 1 << 20
 
@@ -72,6 +72,58 @@ public struct LogReader {
             throw error
         } catch {
             throw LogReadError(path: path, problem: "\(error)")
+        }
+        splitter.finish(line: line)
+    }
+
+    /// Parts of a large plain file for parallel reading: `parts` byte ranges that start at line starts.
+    /// Empty for standard input, gzip, and files under `minimumSize` (not worth a thread).
+    func split(_ path: String, parts: Int, minimumSize: Int) throws(LogReadError) -> [Range<Int>] {
+        guard path != "-", !path.hasSuffix(".gz"), parts > 1 else { return [] }
+        var status = stat()
+        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= minimumSize else { return [] }
+        let size = Int(status.st_size)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(errnoText())") }
+        defer { close(fd) }
+        var starts = [0]
+        var probe = [UInt8](repeating: 0, count: 1 << 16)
+        for part in 1..<parts {
+            var offset = max(size * part / parts, starts.last!)
+            // The part starts after the next newline at or past its share.
+            while offset < size {
+                let count = probe.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(offset)) }
+                guard count > 0 else { break }
+                if let newline = probe[..<count].firstIndex(of: 0x0A) {
+                    offset += newline + 1
+                    break
+                }
+                offset += count
+            }
+            if offset < size, offset > starts.last! { starts.append(offset) }
+        }
+        starts.append(size)
+        return zip(starts, starts.dropFirst()).map { $0..<$1 }
+    }
+
+    /// Calls `line` for every line in `range` of a plain file (which starts at a line start).
+    func read(_ path: String, range: Range<Int>, line: (UnsafeRawBufferPointer) -> Void) throws(LogReadError) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(errnoText())") }
+        defer { close(fd) }
+        var splitter = LineSplitter()
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogReader.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let count = pread(fd, buffer.baseAddress, min(buffer.count, range.upperBound - offset), off_t(offset))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw LogReadError(path: path, problem: "cannot read: \(errnoText())")
+            }
+            if count == 0 { break }
+            splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]), line: line)
+            offset += count
         }
         splitter.finish(line: line)
     }

@@ -1,4 +1,6 @@
 import ATSPolicy
+import Dispatch
+import Foundation
 
 /// The action a record logged. Logs grow: an action this version does not know (today's `close`) is
 /// counted as `other`, never as a block.
@@ -59,6 +61,37 @@ public struct DestinationTraffic: Sendable {
     public var url: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
     public func count(_ action: LoggedAction) -> Int { actions[action.rawValue] }
+
+    /// What identifies the destination across logs.
+    var key: String { "\(app)\u{0}\(scheme)\u{0}\(host)\u{0}\(port)" }
+
+    /// Adds another part's records of the same destination.
+    mutating func merge(_ other: DestinationTraffic) {
+        records += other.records
+        for index in actions.indices { actions[index] += other.actions[index] }
+        reasons.merge(other.reasons, uniquingKeysWith: +)
+        firstTime = min(firstTime, other.firstTime)
+        lastTime = max(lastTime, other.lastTime)
+        handshakes.formUnion(other.handshakes)
+        exceptions.formUnion(other.exceptions)
+        certificateFindings.formUnion(other.certificateFindings)
+        reportOnlyBlocks += other.reportOnlyBlocks
+        if blockMessage == nil { blockMessage = other.blockMessage }
+    }
+}
+
+/// The parts of a parallel read, each written by its own worker.
+private final class PartResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Result<TrafficSummary, LogReadError>?]
+
+    init(count: Int) { stored = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ result: Result<TrafficSummary, LogReadError>) {
+        lock.withLock { stored[index] = result }
+    }
+
+    var results: [Result<TrafficSummary, LogReadError>?] { lock.withLock { stored } }
 }
 
 /// Per-minute decision counts, for the chart of decisions over time.
@@ -108,11 +141,11 @@ public struct InputStats: Sendable {
 /// destinations (and minutes), not the number of records; the order records arrive in does not
 /// matter, so logs of several proxies merge whatever their order.
 public struct TrafficSummary: Sendable {
-    public private(set) var destinations: [DestinationTraffic] = []
-    public private(set) var inputs: [InputStats] = []
-    public private(set) var buckets = TimeBuckets()
+    public internal(set) var destinations: [DestinationTraffic] = []
+    public internal(set) var inputs: [InputStats] = []
+    public internal(set) var buckets = TimeBuckets()
     /// Records of the proxy's own answers that name no destination (bad requests, timeouts), per app.
-    public private(set) var undirected: [String: [String: Int]] = [:]
+    public internal(set) var undirected: [String: [String: Int]] = [:]
 
     public var records: Int { inputs.reduce(0) { $0 + $1.records } }
     public var apps: [String] { Array(Set(destinations.map(\.app))).sorted() }
@@ -120,14 +153,84 @@ public struct TrafficSummary: Sendable {
     public init() {}
 
     /// Reads every line of `paths` (files, directories, `-`, `.gz`).
-    public static func read(_ paths: [String]) throws(LogReadError) -> TrafficSummary {
-        var builder = TrafficSummaryBuilder()
+    ///
+    /// A large plain file is cut at line boundaries into one part per core, read in parallel, and the
+    /// parts' summaries merged (the summary does not depend on the order of records, so this is the
+    /// same result as one pass).
+    public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
+                            parallelMinimum: Int = 32 << 20) throws(LogReadError) -> TrafficSummary {
         let reader = LogReader()
+        var summary = TrafficSummary()
         for path in try reader.expand(paths) {
-            builder.begin(path: path)
-            try reader.read(path) { builder.ingest($0) }
+            let ranges = parallelism > 1 ? try reader.split(path, parts: parallelism, minimumSize: parallelMinimum) : []
+            if ranges.count > 1 {
+                summary.merge(try readInParallel(path, ranges: ranges, reader: reader))
+            } else {
+                var builder = TrafficSummaryBuilder()
+                builder.begin(path: path)
+                try reader.read(path) { builder.ingest($0) }
+                summary.merge(builder.finish())
+            }
         }
-        return builder.finish()
+        summary.destinations.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
+        return summary
+    }
+
+    private static func readInParallel(_ path: String, ranges: [Range<Int>], reader: LogReader)
+        throws(LogReadError) -> TrafficSummary {
+        let parts = PartResults(count: ranges.count)
+        DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
+            var builder = TrafficSummaryBuilder()
+            builder.begin(path: path)
+            do throws(LogReadError) {
+                try reader.read(path, range: ranges[index]) { builder.ingest($0) }
+                parts.set(index, .success(builder.finish()))
+            } catch {
+                parts.set(index, .failure(error))
+            }
+        }
+        // One input for the file: counts summed, the first skipped line numbered from the file's start.
+        var whole = TrafficSummary()
+        var linesBefore = 0
+        var input = InputStats(path: path)
+        for result in parts.results {
+            var part = try result!.get()
+            let stats = part.inputs[0]
+            if input.firstSkipped == nil, let first = stats.firstSkipped {
+                input.firstSkipped = (first.line + linesBefore, first.why)
+            }
+            input.lines += stats.lines
+            input.records += stats.records
+            input.notRecords += stats.notRecords
+            input.missingFields += stats.missingFields
+            linesBefore += stats.lines
+            part.inputs = []
+            whole.merge(part)
+        }
+        whole.inputs = [input]
+        return whole
+    }
+
+    /// Adds `other`'s records to this summary (destinations by app, scheme, host and port).
+    mutating func merge(_ other: TrafficSummary) {
+        inputs += other.inputs
+        for (minute, counts) in other.buckets.minutes {
+            buckets.minutes[minute] = buckets.minutes[minute].map { zip($0, counts).map(+) } ?? counts
+        }
+        for (app, reasons) in other.undirected {
+            undirected[app, default: [:]].merge(reasons, uniquingKeysWith: +)
+        }
+        if destinations.isEmpty { destinations = other.destinations; return }
+        var index: [String: Int] = [:]
+        for (position, destination) in destinations.enumerated() { index[destination.key] = position }
+        for destination in other.destinations {
+            guard let position = index[destination.key] else {
+                index[destination.key] = destinations.count
+                destinations.append(destination)
+                continue
+            }
+            destinations[position].merge(destination)
+        }
     }
 
     fileprivate init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,

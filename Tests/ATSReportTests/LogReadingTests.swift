@@ -202,3 +202,40 @@ import Testing
         #expect(throws: LogReadError.self) { try TrafficSummary.read([directory.appendingPathComponent("absent.log").path]) }
     }
 }
+
+extension LogReadingTests {
+    @Test(arguments: [2, 3, 7])
+    func aFileReadInPartsGivesTheSameSummaryAsOnePass(parts: Int) throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var lines = ["atsgate: listening on 127.0.0.1:3128"]
+        for index in 0..<4000 {
+            lines.append(ReportFixtures.record(index % 3 == 0 ? "http" : "https", "h\(index % 41).example.com", 80 + index % 2,
+                                               action: index % 5 == 0 ? "block" : "allow",
+                                               reason: index % 5 == 0 ? "cleartext-http" : nil,
+                                               time: "2026-11-22T06:\(10 + index % 50):0\(index % 10).000Z",
+                                               tls: index % 3 == 0 ? nil : "TLSv1.\(2 + index % 2)"))
+            if index == 2500 { lines.append(#"{"host":"cut"#) }
+        }
+        let path = directory.appendingPathComponent("big.log").path
+        try lines.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let once = try TrafficSummary.read([path], parallelism: 1)
+        let split = try TrafficSummary.read([path], parallelism: parts, parallelMinimum: 0)
+        func digest(_ summary: TrafficSummary) -> [String] {
+            summary.destinations.map {
+                "\($0.url) \($0.records) \($0.actions) \($0.firstTime) \($0.lastTime) \($0.reasons) \($0.tlsVersions)"
+            }
+        }
+        #expect(digest(split) == digest(once))
+        #expect(split.inputs.count == 1)
+        #expect(split.inputs[0].lines == once.inputs[0].lines)
+        #expect(split.inputs[0].records == 4000)
+        #expect(split.inputs[0].notRecords == 2)
+        #expect(split.inputs[0].firstSkipped?.line == 1)
+        #expect(split.buckets.minutes == once.buckets.minutes)
+        // Without the banner, the first skipped line is the cut record, past the first part.
+        try lines.dropFirst().joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        let cut = try TrafficSummary.read([path], parallelism: parts, parallelMinimum: 0)
+        #expect(cut.inputs[0].firstSkipped?.line == 2502, "numbered from the file's start")
+    }
+}
