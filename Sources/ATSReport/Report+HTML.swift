@@ -167,7 +167,7 @@ enum HTMLPage {
         .card b{display:block;font-size:22px}.card span{color:var(--muted);font-size:12px}
         .card.bad{border-color:var(--bad)}.card.bad b{color:var(--bad)}.card.ok b{color:var(--ok)}.card.warn b{color:var(--warn)}
         table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
-        th{background:#f6f8fa;font-weight:600}td.n{text-align:right}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;word-break:break-all}
+        th{background:#f6f8fa;font-weight:600}td.n{text-align:right}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}
         .tag{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;font-weight:600;color:#fff}
         .tag.ok{background:var(--ok)}.tag.bad{background:var(--bad)}.tag.warn{background:var(--warn)}
         pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}

@@ -11,7 +11,7 @@ extension Report {
 
     /// SARIF 2.1.0: a result per blocked destination, located on the key its fix changes (or the entry
     /// that decided it), and one per unused key, located on that key, so code scanning shows them on the
-    /// Info.plist. Results of an app without a policy file carry a logical location only.
+    /// Info.plist. Results of an app without a policy file are located on the first log read.
     public func sarif(toolVersion: String) -> JSONValue {
         var results: [JSONValue] = []
         for app in apps {
@@ -21,6 +21,12 @@ extension Report {
                 var path = prefix
                 for key in keys { path = path.appending(key) }
                 var fields: [(String, JSONValue)] = []
+                if app.policy.format == nil, let log = summary.inputs.first?.path, log != "-" {
+                    // No policy file (the embedded default): the finding sits on the log that shows it.
+                    fields.append(("physicalLocation", .object([
+                        ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(log)))])),
+                    ])))
+                }
                 if app.policy.format != nil {
                     var physical: [(String, JSONValue)] = [
                         ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(app.policy.origin)))])),
