@@ -102,7 +102,7 @@ import Testing
         let blocked = destinations.filter { $0["blocked"] as? Bool == true }.compactMap { $0["url"] as? String }.sorted()
         #expect(blocked == ["http://a.media.example.net:\(port)", "http://api.example.com:\(port)",
                             "http://b.media.example.net:\(port)", "https://127.0.0.1:\(recorded.expired)",
-                            "https://127.0.0.1:\(recorded.noForwardSecrecy)", "https://127.0.0.1:\(recorded.tls10)"])
+                            "https://127.0.0.1:\(recorded.noForwardSecrecy)", "https://127.0.0.1:\(recorded.tls10)"].sorted())
         // Cleartext with an exception, and to a host a built-in covers: allowed.
         #expect(try destination("http://legacy.example.com:\(port)")["exception"] as? String == "legacy.example.com")
         #expect(try destination("http://setup.icloud.com:\(port)")["exception"] as? String == "builtin:setup.icloud.com")
