@@ -255,12 +255,18 @@ public struct TrafficSummaryBuilder {
     private var keys = Interner()
     private var keyBuffer: [UInt8] = []
     private var destinations: [DestinationTraffic] = []
-    /// (slot << 20 | reason id) -> records.
-    private var reasonCounts: [Int: Int] = [:]
-    /// slot << 40 | version id << 20 | cipher id (+1, 0 for none).
-    private var handshakes: Set<Int> = []
-    /// slot << 20 | exception id.
-    private var exceptions: Set<Int> = []
+    /// (slot, reason id) -> records.
+    private var reasonCounts: [Pair: Int] = [:]
+    /// (slot, version id << 32 | cipher id + 1, or 0 for none).
+    private var handshakes: Set<Pair> = []
+    /// (slot, exception id).
+    private var exceptions: Set<Pair> = []
+
+    /// A destination's slot and an interned value: one hash per record and field, no nested arrays.
+    private struct Pair: Hashable {
+        var slot: Int
+        var value: Int
+    }
     /// Per reason id: a certificate finding (`certificate-*`).
     private var isCertificateReason: [Bool] = []
     private var inputs: [InputStats] = []
@@ -352,7 +358,7 @@ public struct TrafficSummaryBuilder {
 
         if fields.reason.isPresent {
             let reason = intern(fields.reason, line)
-            reasonCounts[slot << 20 | reason, default: 0] += 1
+            reasonCounts[Pair(slot: slot, value: reason), default: 0] += 1
             while isCertificateReason.count <= reason {
                 isCertificateReason.append(strings[isCertificateReason.count].hasPrefix("certificate-"))
             }
@@ -367,10 +373,10 @@ public struct TrafficSummaryBuilder {
         if fields.tlsVersion.isPresent {
             let version = intern(fields.tlsVersion, line)
             let cipher = fields.cipher.isPresent ? intern(fields.cipher, line) + 1 : 0
-            handshakes.insert(slot << 40 | version << 20 | cipher)
+            handshakes.insert(Pair(slot: slot, value: version << 32 | cipher))
         }
         if fields.exception.isPresent {
-            exceptions.insert(slot << 20 | intern(fields.exception, line))
+            exceptions.insert(Pair(slot: slot, value: intern(fields.exception, line)))
         }
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
@@ -379,14 +385,13 @@ public struct TrafficSummaryBuilder {
 
     public func finish() -> TrafficSummary {
         var result = destinations
-        let mask = (1 << 20) - 1
-        for (key, count) in reasonCounts { result[key >> 20].reasons[strings[key & mask], default: 0] += count }
+        for (key, count) in reasonCounts { result[key.slot].reasons[strings[key.value], default: 0] += count }
         for key in handshakes {
-            let cipher = key & mask
-            result[key >> 40].handshakes.insert(Handshake(version: strings[(key >> 20) & mask],
-                                                          cipher: cipher == 0 ? nil : strings[cipher - 1]))
+            let cipher = key.value & 0xFFFF_FFFF
+            result[key.slot].handshakes.insert(Handshake(version: strings[key.value >> 32],
+                                                         cipher: cipher == 0 ? nil : strings[cipher - 1]))
         }
-        for key in exceptions { result[key >> 20].exceptions.insert(strings[key & mask]) }
+        for key in exceptions { result[key.slot].exceptions.insert(strings[key.value]) }
         result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
         var merged = buckets
         merged.flush()
