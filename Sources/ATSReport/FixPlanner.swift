@@ -195,6 +195,10 @@ struct FixPlanner {
         var changes: [PolicyChange] = []
         let decision = needs.decision
         if !ownsExactEntry(decision), let entry = decision.exception?.entry {
+            // An app entry with a built-in's key replaces the built-in for all its subdomains (R9).
+            if entry.isBuiltin, entry.key == host, entry.includesSubdomains {
+                changes.append(.setEntryKey(domain: host, key: ATSKey.includesSubdomains, value: .bool(true)))
+            }
             if entry.allowsInsecureHTTPLoads {
                 changes.append(.setEntryKey(domain: host, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)))
             }

@@ -192,3 +192,19 @@ extension FixTests {
         #expect(app.suggestion.isProven)
     }
 }
+
+extension FixTests {
+    @Test func anEntryReplacingABuiltInKeepsItsSubdomains() throws {
+        // apple.com's built-in requires TLSv1.2 and covers its subdomains (R9); an app entry with the
+        // same key for a TLS 1.1 server replaces it, so it must cover the subdomains too.
+        let app = try F.app("{}", [F.record("https", "apple.com", 443, action: "block", reason: "tls-version", tls: "TLSv1.1",
+                                            cipher: "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA")])
+        let changes = try #require(app.destination("https://apple.com:443")?.fix).changes.map(\.summary)
+        #expect(changes.first == "NSIncludesSubdomains=YES for apple.com", "\(changes)")
+        #expect(changes.contains("NSExceptionMinimumTLSVersion=TLSv1.1 for apple.com"))
+        let engine = DecisionEngine(policy: Policy(app.suggestion.source))
+        let sub = engine.decide(try Destination.parse(url: "http://www.apple.com/"))
+        #expect(sub.exception?.entry.key == "apple.com" && sub.action == .allow,
+                "subdomains the built-in covered stay covered by the replacing entry")
+    }
+}
