@@ -101,6 +101,9 @@ public struct Report: Sendable {
                 policy = match
             } else if policies.count == 1, policies[0].id == nil {
                 policy = policies[0]
+            } else if policies.isEmpty, app == "embedded" || app == PolicySource.empty.origin {
+                // The proxy ran on its embedded default, the empty dictionary: so is the report.
+                policy = ReportPolicy(id: app, source: .empty, text: nil)
             } else if policies.isEmpty, app != "-", let loaded = try? ReportPolicy.load(app) {
                 policy = loaded
                 note = "no --policy given: the policy file the proxy logged, read from \(app)"

@@ -112,3 +112,13 @@ import Testing
         #expect(report.apps[1].blocked.isEmpty)
     }
 }
+
+extension UnusedAndSuggestionTests {
+    @Test func recordsOfTheEmbeddedDefaultAreJudgedUnderItWithoutANote() throws {
+        let summary = F.summary([F.record("http", "api.example.com", 80, policy: "embedded")])
+        let report = Report(summary: summary, policies: [], options: EngineOptions())
+        #expect(report.apps[0].policyNote == nil)
+        #expect(report.apps[0].policy.origin == "<embedded default>")
+        #expect(report.apps[0].blocked.count == 1)
+    }
+}
