@@ -74,12 +74,8 @@ struct FixPlanner {
                     let weak = traffic[index].handshakes.compactMap(\.cipher)
                         .filter { !decision.requirements.cipherPolicy.allows(
                             suite: DestinationJudge.suiteCode($0) ?? 0, version: 0x0303) }
-                    if weak.allSatisfy(DestinationJudge.isRSAKeyExchange) {
-                        hostNeeds.forwardSecrecyOff = true
-                    } else {
-                        hostNeeds.forwardSecrecyOff = true
-                        hostNeeds.anyCipher = true
-                    }
+                    hostNeeds.forwardSecrecyOff = true
+                    if !weak.allSatisfy(DestinationJudge.isRSAKeyExchange) { hostNeeds.anyCipher = true }
                 case BlockReason.certificatePin.rawValue:
                     let pin = judge.engine.pinnedDomain(for: decision.destination.host)?.key ?? host
                     unfixable[index, default: []].append((finding, "the pins: NSPinnedDomains entry '\(pin)' pins no key "
@@ -131,7 +127,7 @@ struct FixPlanner {
                 hostChanges[host] = entryChanges(host: host, needs: hostNeeds)
             }
         }
-        for (parent, members) in parentGroups(cleartextOnly, needs: needs, decisions: decisions) {
+        for (parent, members) in parentGroups(cleartextOnly, decisions: decisions) {
             let changes: [PolicyChange] = [
                 .setEntryKey(domain: parent, key: ATSKey.includesSubdomains, value: .bool(true)),
                 .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
@@ -145,9 +141,8 @@ struct FixPlanner {
         }
         for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
         // Said where it matters: insecure loads also turn certificate checks off for the host's HTTPS (R10, R15).
-        for (host, hostNeeds) in needs where hostNeeds.cleartext || hostNeeds.anyCipher {
-            let https = traffic.indices.contains { hosts[$0] == host && traffic[$0].scheme == Scheme.https.rawValue }
-            guard https else { continue }
+        let httpsHosts = Set(traffic.indices.filter { traffic[$0].scheme == Scheme.https.rawValue }.compactMap { hosts[$0] })
+        for (host, hostNeeds) in needs where (hostNeeds.cleartext || hostNeeds.anyCipher) && httpsHosts.contains(host) {
             let note = "NSExceptionAllowsInsecureHTTPLoads also turns certificate checks off for \(host)'s HTTPS loads"
             scopes[host] = scopes[host].map { $0 + "; " + note } ?? note
         }
@@ -234,7 +229,7 @@ struct FixPlanner {
     /// Parents with NSIncludesSubdomains that can replace several hosts' own entries: the most specific
     /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
     /// cleartext block goes and every other recorded destination under it keeps its decision.
-    private func parentGroups(_ hosts: Set<String>, needs: [String: Needs], decisions: [Decision?]) -> [(String, [String])] {
+    private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [(String, [String])] {
         var candidates: [String: Set<String>] = [:]
         for host in hosts {
             var labels = host.split(separator: ".", omittingEmptySubsequences: false)
@@ -243,6 +238,17 @@ struct FixPlanner {
                 let parent = labels.joined(separator: ".")
                 if FixPlanner.sharedSuffixes.contains(parent) { break }
                 candidates[parent, default: []].insert(host)
+            }
+        }
+        // The recorded destinations under each candidate (the name itself or a subdomain), found once.
+        var under: [String: [Int]] = [:]
+        for (index, decision) in decisions.enumerated() {
+            guard let decision, case .name(let host) = decision.destination.host else { continue }
+            var rest = Substring(host)
+            while true {
+                if candidates[String(rest)] != nil { under[String(rest), default: []].append(index) }
+                guard let dot = rest.firstIndex(of: ".") else { break }
+                rest = rest[rest.index(after: dot)...]
             }
         }
         var assigned: Set<String> = []
@@ -261,10 +267,10 @@ struct FixPlanner {
             ]
             let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
             var accepted = true
-            for (index, recorded) in traffic.enumerated() {
+            for index in under[parent] ?? [] {
+                let recorded = traffic[index]
                 guard let before = decisions[index] else { continue }
                 let host = before.destination.host.description
-                guard host == parent || host.hasSuffix("." + parent) else { continue }
                 if members.contains(host) {
                     // Members keep nothing ATS-blocked apart from what no key fixes.
                     let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }

@@ -27,13 +27,24 @@ struct UnusedKeyFinder {
             if let entry = decision.exception?.entry, !entry.isBuiltin { used.insert(entry.key) }
         }
         let builtinKeys = Set(ExceptionEntry.builtins.map(\.key))
+        // Recorded decisions by each name and ancestor of their host, so each entry finds the loads
+        // under its domain without a pass over all of them.
+        var byName: [Substring: [Int]] = [:]
+        for (index, decision) in decisions.enumerated() {
+            guard case .name(let host) = decision.destination.host else { continue }
+            var rest = Substring(host)
+            while true {
+                byName[rest, default: []].append(index)
+                guard let dot = rest.firstIndex(of: ".") else { break }
+                rest = rest[rest.index(after: dot)...]
+            }
+        }
         for key in policy.exceptionDomains.keys.sorted() where !used.contains(key) {
             let entry = policy.exceptionDomains[key]!
             var note = "no recorded load was decided by this entry"
             // Loads under the entry's domain that something else decided: a built-in or a closer entry.
-            let shadowing = decisions.filter { decision in
-                guard case .name(let host) = decision.destination.host else { return false }
-                return host == key || (entry.includesSubdomains && host.hasSuffix("." + key))
+            let shadowing = (byName[Substring(key)] ?? []).map { decisions[$0] }.filter { decision in
+                entry.includesSubdomains || decision.destination.host.description == key
             }
             if let other = shadowing.first?.exception?.entry {
                 let hosts = Set(shadowing.map(\.destination.host.description)).sorted().joined(separator: ", ")
