@@ -40,6 +40,7 @@ public struct LogReader: Sendable {
                     inside.append(full)
                 }
             }
+            guard !inside.isEmpty else { throw LogReadError(path: path, problem: "no log files in the directory") }
             files += inside.sorted()
         }
         return files

@@ -361,9 +361,13 @@ import Testing
         #expect(run.stdout.isEmpty)
     }
 
-    @Test func aMissingLogExits2() throws {
+    @Test func aMissingLogOrAnEmptyDirectoryExits2() throws {
         let run = try Atsgate.run(["report", "/nonexistent/decisions.log"])
         #expect(run.status == 2)
         #expect(run.stderr == "atsgate: /nonexistent/decisions.log: no such file or directory\n")
+        let directory = try TemporaryDirectory()
+        let empty = try Atsgate.run(["report", directory.url.path])
+        #expect(empty.status == 2)
+        #expect(empty.stderr == "atsgate: \(directory.url.path): no log files in the directory\n")
     }
 }
