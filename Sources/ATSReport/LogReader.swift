@@ -147,10 +147,12 @@ public struct LogReader: Sendable {
 }
 
 /// Cuts a stream of chunks into lines; only a line that spans two chunks is copied.
-struct LineSplitter {
+public struct LineSplitter {
     private var carry: [UInt8] = []
 
-    mutating func feed(_ chunk: UnsafeRawBufferPointer, line: (UnsafeRawBufferPointer) -> Void) {
+    public init() {}
+
+    public mutating func feed(_ chunk: UnsafeRawBufferPointer, line: (UnsafeRawBufferPointer) -> Void) {
         guard let base = chunk.baseAddress, chunk.count > 0 else { return }
         var start = 0
         while start < chunk.count {
@@ -170,7 +172,7 @@ struct LineSplitter {
         }
     }
 
-    mutating func finish(line: (UnsafeRawBufferPointer) -> Void) {
+    public mutating func finish(line: (UnsafeRawBufferPointer) -> Void) {
         guard !carry.isEmpty else { return }
         carry.withUnsafeBytes { line($0) }
         carry.removeAll()
