@@ -38,8 +38,24 @@ public struct DestinationJudge: Sendable {
         return Destination(host: host, port: traffic.port, scheme: scheme)
     }
 
+    /// The decision for the destination's first load context (the app's, when it had app loads).
     public func decide(_ traffic: DestinationTraffic) -> Decision? {
-        DestinationJudge.destination(traffic).map { engine.decide($0) }
+        DestinationJudge.destination(traffic).map { engine.decide($0, context: traffic.contexts[0]) }
+    }
+
+    /// A decision per load context the records came through (R12 differs for media and web content).
+    public func decisions(_ traffic: DestinationTraffic) -> [Decision] {
+        guard let destination = DestinationJudge.destination(traffic) else { return [] }
+        return traffic.contexts.map { engine.decide(destination, context: $0) }
+    }
+
+    /// `traffic` is decided alike under this judge's policy and `other`'s, in every load context it had:
+    /// the same requirements, action and ATS state.
+    public func decidesAlike(_ traffic: DestinationTraffic, _ other: DestinationJudge) -> Bool {
+        let mine = decisions(traffic), theirs = other.decisions(traffic)
+        return mine.count == theirs.count && zip(mine, theirs).allSatisfy {
+            $0.requirements == $1.requirements && $0.action == $1.action && $0.ats == $1.ats
+        }
     }
 
     /// Every way the recorded traffic of `traffic` would be blocked under this policy, sorted.
@@ -50,19 +66,28 @@ public struct DestinationJudge: Sendable {
                 found.insert(Finding(reason: reason, detail: DestinationJudge.proxyDetail(reason), isATS: false))
             }
         }
-        guard let decision = decide(traffic) else { return found.sorted() }
+        for decision in decisions(traffic) { found.formUnion(findings(traffic, decision)) }
+        return found.sorted()
+    }
+
+    /// The findings of one load context's decision.
+    private func findings(_ traffic: DestinationTraffic, _ decision: Decision) -> Set<Finding> {
+        var found: Set<Finding> = []
+        func insert(_ reason: String, _ detail: String) {
+            let suffix = decision.context == .app || traffic.contexts == [decision.context] ? ""
+                : " (\(decision.context.rawValue) loads)"
+            found.insert(Finding(reason: reason, detail: detail + suffix, isATS: true))
+        }
         let host = decision.destination.host.description
         let requirements = decision.requirements
         switch decision.destination.scheme {
         case .http:
             if decision.action == .block {
-                found.insert(Finding(reason: BlockReason.cleartextHTTP.rawValue,
-                                     detail: "cleartext HTTP to \(host) is not allowed", isATS: true))
+                insert(BlockReason.cleartextHTTP.rawValue, "cleartext HTTP to \(host) is not allowed")
             }
         case .https:
             if traffic.reasons[BlockReason.cleartextInTunnel.rawValue] != nil, !requirements.cleartextAllowed {
-                found.insert(Finding(reason: BlockReason.cleartextInTunnel.rawValue,
-                                     detail: "the tunnel to \(host) carried cleartext, not TLS", isATS: true))
+                insert(BlockReason.cleartextInTunnel.rawValue, "the tunnel to \(host) carried cleartext, not TLS")
             }
             for handshake in traffic.handshakes {
                 guard let version = DestinationJudge.wireVersion(handshake.version) else { continue }
@@ -72,24 +97,22 @@ public struct DestinationJudge: Sendable {
                                                               suiteName: handshake.cipher ?? "?") {
                     // Without a known suite only the version can be judged.
                     if suite != nil || violation.reason == .tlsVersion {
-                        found.insert(Finding(reason: violation.reason.rawValue, detail: violation.message, isATS: true))
+                        insert(violation.reason.rawValue, violation.message)
                     }
                 }
             }
             for certificate in traffic.certificateFindings {
                 if certificate == BlockReason.certificatePin.rawValue {
                     if let pin = engine.pinnedDomain(for: decision.destination.host) {
-                        found.insert(Finding(reason: certificate, detail: "the certificate chain of \(host) matches no "
-                            + "identity pinned by NSPinnedDomains entry '\(pin.key)'", isATS: true))
+                        insert(certificate, "the certificate chain of \(host) matches no identity pinned by "
+                            + "NSPinnedDomains entry '\(pin.key)'")
                     }
                 } else if requirements.certificateChecks {
-                    found.insert(Finding(reason: certificate,
-                                         detail: "the certificate of \(host) fails ATS's checks (\(certificate))",
-                                         isATS: true))
+                    insert(certificate, "the certificate of \(host) fails ATS's checks (\(certificate))")
                 }
             }
         }
-        return found.sorted()
+        return found
     }
 
     static func proxyDetail(_ reason: String) -> String {

@@ -101,7 +101,7 @@ struct FixPlanner {
                 guard let host = hosts[index] else { return false }
                 return !blockedHosts.contains(host)
             }
-            if others.contains(where: { relaxed.decide(traffic[$0])?.requirements != decisions[$0]?.requirements }) {
+            if others.contains(where: { !judge.decidesAlike(traffic[$0], relaxed) }) {
                 globalChanges = []
             }
         }
@@ -276,9 +276,7 @@ struct FixPlanner {
                     let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
                     if !left.isEmpty { accepted = false; break }
                 } else {
-                    let after = candidate.decide(recorded)!
-                    if after.requirements != before.requirements || after.action != before.action
-                        || candidate.findings(recorded) != findings[index] {
+                    if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
                         accepted = false
                         break
                     }

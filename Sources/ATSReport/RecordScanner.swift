@@ -32,6 +32,8 @@ public struct RecordScanner {
         public var tlsVersion = Span.none
         public var cipher = Span.none
         public var message = Span.none
+        /// The client's User-Agent (device-lab logs), from which the load context is inferred.
+        public var userAgent = Span.none
         /// nil when absent or null.
         public var enforced: Bool?
         /// The elements of `cert_tolerated`, if any (rare: only hosts that allow cleartext).
@@ -116,6 +118,7 @@ public struct RecordScanner {
         case .tlsVersion?: return cursor.stringOrNull(into: &fields.tlsVersion)
         case .cipher?: return cursor.stringOrNull(into: &fields.cipher)
         case .message?: return cursor.stringOrNull(into: &fields.message)
+        case .userAgent?: return cursor.stringOrNull(into: &fields.userAgent)
         case .port?:
             guard let literal = cursor.literal() else { return false }
             fields.port = RecordScanner.port(cursor.base + literal.start, literal.count)
@@ -211,7 +214,7 @@ public struct RecordScanner {
 /// The keys the report reads, recognised by length and bytes.
 private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
-    case enforced, certTolerated
+    case enforced, certTolerated, userAgent
 
     init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -231,6 +234,7 @@ private enum Key {
         case (8, UInt8(ascii: "e")) where equals("enforced"): self = .enforced
         case (9, UInt8(ascii: "e")) where equals("exception"): self = .exception
         case (11, UInt8(ascii: "t")) where equals("tls_version"): self = .tlsVersion
+        case (10, UInt8(ascii: "u")) where equals("user_agent"): self = .userAgent
         case (14, UInt8(ascii: "c")) where equals("cert_tolerated"): self = .certTolerated
         default: return nil
         }

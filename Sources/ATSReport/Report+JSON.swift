@@ -126,6 +126,7 @@ extension DestinationReport {
             ("logged_exceptions", .array(traffic.exceptions.sorted().map(JSONValue.string))),
             ("certificate_findings", .array(traffic.certificateFindings.sorted().map(JSONValue.string))),
             ("report_only_blocks", .int(traffic.reportOnlyBlocks)),
+            ("contexts", .array(traffic.contexts.map { .string($0.rawValue) })),
         ]
         if let decision {
             fields.append(("exception", .optional(decision.exception?.entry.displayName)))

@@ -37,7 +37,7 @@ public struct SuggestedPolicy: Sendable {
                 // A host that needed nothing is decided exactly as before: no change may relax (or
                 // tighten) what it did not ask for.
                 if let before = original.decide(recorded), !fixedHosts.contains(before.destination.host.description),
-                   let now = judge.decide(recorded), before.requirements != now.requirements || before.action != now.action {
+                   !original.decidesAlike(recorded, judge) {
                     ok = false
                 }
                 if !after.isEmpty { unproven.append((recorded.url, after.map(\.reason))) }

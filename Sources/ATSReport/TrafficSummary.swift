@@ -55,6 +55,15 @@ public struct DestinationTraffic: Sendable {
     public var reportOnlyBlocks = 0
     /// The message of the first block, as logged.
     public var blockMessage: String?
+    /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
+    /// a record without one is the app's.
+    var contextBits: UInt8 = 0
+
+    /// The load contexts the records came through, the app's first.
+    public var contexts: [LoadContext] {
+        let seen = LoadContext.allCases.enumerated().filter { contextBits & (1 << $0.offset) != 0 }.map(\.element)
+        return seen.isEmpty ? [.app] : seen
+    }
 
     public var tlsVersions: [String] { Set(handshakes.map(\.version)).sorted() }
     public var ciphers: [String] { Set(handshakes.compactMap(\.cipher)).sorted() }
@@ -77,6 +86,7 @@ public struct DestinationTraffic: Sendable {
         certificateFindings.formUnion(other.certificateFindings)
         reportOnlyBlocks += other.reportOnlyBlocks
         if blockMessage == nil { blockMessage = other.blockMessage }
+        contextBits |= other.contextBits
     }
 }
 
@@ -269,6 +279,8 @@ public struct TrafficSummaryBuilder {
     }
     /// Per reason id: a certificate finding (`certificate-*`).
     private var isCertificateReason: [Bool] = []
+    /// Per interned User-Agent: its load context's bit (0 until classified).
+    private var contextBitOf: [UInt8] = []
     private var inputs: [InputStats] = []
     private var buckets = TimeBuckets()
     private var undirected: [String: [String: Int]] = [:]
@@ -353,6 +365,7 @@ public struct TrafficSummaryBuilder {
         }
         destinations[slot].records += 1
         destinations[slot].actions[action.rawValue] += 1
+        destinations[slot].contextBits |= contextBit(fields.userAgent, line)
         if time < destinations[slot].firstTime { destinations[slot].firstTime = time }
         if time > destinations[slot].lastTime { destinations[slot].lastTime = time }
 
@@ -381,6 +394,18 @@ public struct TrafficSummaryBuilder {
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
         }
+    }
+
+    /// The load context of a record, as a bit; User-Agents are few, so each is classified once.
+    private mutating func contextBit(_ userAgent: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> UInt8 {
+        guard userAgent.isPresent else { return 1 }
+        let id = intern(userAgent, line)
+        while contextBitOf.count <= id { contextBitOf.append(0) }
+        if contextBitOf[id] == 0 {
+            let context = LoadContext.infer(userAgent: strings[id])
+            contextBitOf[id] = 1 << UInt8(LoadContext.allCases.firstIndex(of: context)!)
+        }
+        return contextBitOf[id]
     }
 
     public func finish() -> TrafficSummary {

@@ -19,7 +19,8 @@ struct UnusedKeyFinder {
 
     func find() -> [UnusedKey] {
         let policy = judge.engine.policy
-        let decisions = traffic.compactMap(judge.decide)
+        // Every load context recorded counts: a media load may be what NSAllowsArbitraryLoadsForMedia is for.
+        let decisions = traffic.flatMap(judge.decisions)
         var unused: [UnusedKey] = []
 
         var used: Set<String> = []
@@ -62,11 +63,7 @@ struct UnusedKeyFinder {
                        ATSKey.allowsArbitraryLoadsInWebContent, ATSKey.allowsLocalNetworking]
         for key in globals where source.dictionary[key] != nil {
             let without = DestinationJudge(policy: Policy(source.applying([.removeGlobal(key: key)])), options: options)
-            let changed = traffic.contains { recorded in
-                guard let before = judge.decide(recorded), let after = without.decide(recorded) else { return false }
-                return before.requirements != after.requirements || before.action != after.action
-                    || before.ats != after.ats
-            }
+            let changed = traffic.contains { !judge.decidesAlike($0, without) }
             guard !changed else { continue }
             var note = "removing it changes no recorded decision"
             if key == ATSKey.allowsArbitraryLoads, source.dictionary[key] == .bool(true) {

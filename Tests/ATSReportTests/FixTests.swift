@@ -208,3 +208,42 @@ extension FixTests {
                 "subdomains the built-in covered stay covered by the replacing entry")
     }
 }
+
+/// The load context comes from the record's `user_agent` (device-lab logs): media and web content are
+/// decided by their own keys (R12).
+@Suite struct LoadContextTests {
+    typealias F = ReportFixtures
+    static let media = #","user_agent":"AppleCoreMedia/1.0.0.21A329 (iPhone; U; CPU OS 17_0 like Mac OS X; en_us)""#
+    static let app = #","user_agent":"Shop/1.2 CFNetwork/1490.0.4 Darwin/23.0.0""#
+    static let policy = #"{"NSAllowsArbitraryLoadsForMedia": true}"#
+
+    @Test func aMediaLoadIsAllowedByTheMediaKeyAndAnAppLoadIsNot() throws {
+        let app = try F.app(Self.policy, [
+            F.record("http", "video.example.com", 80, extra: Self.media),
+            F.record("http", "api.example.com", 80, extra: Self.app),
+        ])
+        #expect(app.destination("http://video.example.com:80")?.isBlocked == false)
+        #expect(app.destination("http://video.example.com:80")?.traffic.contexts == [.media])
+        #expect(app.destination("http://api.example.com:80")?.isBlocked == true)
+        #expect(app.unused.isEmpty, "NSAllowsArbitraryLoadsForMedia decided the media load")
+        #expect(app.suggestion.source.dictionary["NSAllowsArbitraryLoadsForMedia"] == .bool(true))
+        #expect(app.suggestion.isProven)
+    }
+
+    @Test func withoutMediaLoadsTheMediaKeyIsUnused() throws {
+        let app = try F.app(Self.policy, [F.record("https", "api.example.com", 443, tls: "TLSv1.3",
+                                                   cipher: "TLS_AES_128_GCM_SHA256", extra: Self.app)])
+        #expect(app.unused.map(\.change.summary) == ["remove NSAllowsArbitraryLoadsForMedia"])
+    }
+
+    @Test func aDestinationLoadedFromTheAppAndByMediaIsJudgedInBoth() throws {
+        let app = try F.app(Self.policy, [
+            F.record("http", "cdn.example.com", 80, extra: Self.media),
+            F.record("http", "cdn.example.com", 80, extra: Self.app),
+        ])
+        let destination = try #require(app.destination("http://cdn.example.com:80"))
+        #expect(destination.traffic.contexts == [.app, .media])
+        #expect(destination.findings.map(\.detail) == ["cleartext HTTP to cdn.example.com is not allowed"],
+                "the app's load is blocked, the media one is not")
+    }
+}
