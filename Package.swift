@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .executable(name: "atsgate", targets: ["atsgate"]),
         .library(name: "ATSPolicy", targets: ["ATSPolicy"]),
+        .library(name: "ATSReport", targets: ["ATSReport"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -33,6 +34,15 @@ let package = Package(
         .target(name: "POSIX", dependencies: ["ATSPolicy", "CAtsgateShims"]),
         .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
+
+        // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination, judged
+        // again under the app's policy, and rendered. The only importer of CZlib.
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "TLSWire", "CZlib"]),
 
         // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
         // Connections are confined to one serial queue each, which Swift 6's checker cannot express for
@@ -47,7 +57,7 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "POSIX", "ProxyCore", "TLSClient", "Systemd",
+                "ATSPolicy", "ATSReport", "POSIX", "ProxyCore", "TLSClient", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -69,6 +79,7 @@ let package = Package(
         // bound at 0, a seeded generator, an in-memory decision log.
         .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"]),
+        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "POSIX", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),

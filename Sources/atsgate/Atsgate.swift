@@ -9,8 +9,8 @@ struct Atsgate: ParsableCommand {
         commandName: "atsgate",
         abstract: "Enforce and explain Apple's App Transport Security policy.",
         version: AtsgateVersion.string,
-        subcommands: [RunCommand.self, CheckCommand.self, LintCommand.self, DiagnoseCommand.self, HealthCommand.self,
-                      VersionCommand.self]
+        subcommands: [RunCommand.self, CheckCommand.self, LintCommand.self, ReportCommand.self, DiagnoseCommand.self,
+                      HealthCommand.self, VersionCommand.self]
     )
 
     static func main() {

@@ -5,14 +5,14 @@ import Foundation
 /// Not a parser: one pass indexes where every key is written (`<key>NAME</key>` in XML, a string followed
 /// by a colon in JSON), then each key of a path is looked up after the previous one. Good enough for the
 /// files people write; a path the search loses gets the line of the deepest key found.
-struct KeyLocator {
+public struct KeyLocator {
     /// Offsets of each key's spellings in the text, ascending.
     private let positions: [String: [Int]]
     /// Offsets where lines start, for a binary search.
     private let lineStarts: [Int]
 
     /// nil for formats without text (binary plists).
-    init?(text: String, format: PolicyFileFormat) {
+    public init?(text: String, format: PolicyFileFormat) {
         let bytes = Array(text.utf8)
         switch format {
         case .xmlPlist: positions = KeyLocator.indexXML(bytes)
@@ -26,7 +26,7 @@ struct KeyLocator {
 
     /// The 1-based line of the path's last key; when the search loses the path, the line of the deepest key
     /// found (nil when none).
-    func line(of path: LintKeyPath) -> Int? {
+    public func line(of path: LintKeyPath) -> Int? {
         var cursor = 0
         var found: Int?
         var skip = 0

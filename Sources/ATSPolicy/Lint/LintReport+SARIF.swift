@@ -120,7 +120,7 @@ extension LintReport {
     }
 
     /// The path as given, percent-encoded where a URI reference needs it (spaces, `%`, `#`, `?`).
-    static func sarifURI(_ path: String) -> String {
+    public static func sarifURI(_ path: String) -> String {
         var allowed = CharacterSet.urlPathAllowed
         allowed.remove(charactersIn: "%;")
         return path.addingPercentEncoding(withAllowedCharacters: allowed) ?? path

@@ -1,0 +1,291 @@
+import ATSPolicy
+
+/// The narrowest change to an app's dictionary that lets a blocked destination through, or why no key can.
+public struct DestinationFix: Sendable {
+    /// The edits that concern this destination's host (shared with its other ports and schemes).
+    public var changes: [PolicyChange] = []
+    /// How far the changes reach when they cover more than this host (a parent entry).
+    public var scope: String?
+    /// Findings no key fixes, each with what to do instead.
+    public var unfixable: [(finding: Finding, advice: String)] = []
+    /// The destination was decided again under the policy with `changes`, and only `unfixable` remain.
+    public var verified = false
+
+    public var needsJustification: Bool { changes.contains(where: \.needsJustification) }
+}
+
+/// Computes fixes with the decision engine: each candidate change is applied to the policy and the
+/// recorded traffic decided again; a change is only suggested when that re-decision shows it works,
+/// and a parent entry only when nothing else recorded under it would be decided differently.
+struct FixPlanner {
+    let source: PolicySource
+    let options: EngineOptions
+    let traffic: [DestinationTraffic]
+    /// Findings per destination (same order as `traffic`) under the unchanged policy.
+    let findings: [[Finding]]
+    let judge: DestinationJudge
+
+    /// What one host needs, gathered over its destinations.
+    private struct Needs {
+        var cleartext = false
+        var minimumVersion: TLSVersion?
+        var forwardSecrecyOff = false
+        /// A suite outside even the RSA set: only cleartext-allowed requirements accept it (R14).
+        var anyCipher = false
+        var decision: Decision
+    }
+
+    /// Fixes per destination index (nil for a destination with nothing blocked), and every change.
+    func plan() -> (fixes: [DestinationFix?], changes: [PolicyChange]) {
+        // Decided once: every step below asks again about the same destinations.
+        let decisions = traffic.map(judge.decide)
+        let hosts = decisions.map { $0?.destination.host.description }
+        var needs: [String: Needs] = [:]
+        var unfixable: [Int: [(Finding, String)]] = [:]
+        var globalChanges: [PolicyChange] = []
+        for (index, found) in findings.enumerated() where !found.isEmpty {
+            guard let decision = decisions[index] else {
+                unfixable[index] = found.map { ($0, "the log's host '\(traffic[index].host)' is not one ATS can name") }
+                continue
+            }
+            let host = decision.destination.host.description
+            var hostNeeds = needs[host] ?? Needs(decision: decision)
+            if case .global(_, .localNetworkingNo?) = decision.basis, found.contains(where: \.isATS) {
+                // A local destination that NSAllowsLocalNetworking=NO took out of the exemption (R11):
+                // the key the profile reads for local destinations is the fix.
+                let change = PolicyChange.setGlobal(key: ATSKey.allowsLocalNetworking, value: .bool(true))
+                if !globalChanges.contains(change) { globalChanges.append(change) }
+            }
+            for finding in found {
+                switch finding.reason {
+                case BlockReason.cleartextHTTP.rawValue, BlockReason.cleartextInTunnel.rawValue:
+                    hostNeeds.cleartext = true
+                case BlockReason.tlsVersion.rawValue:
+                    let seen = traffic[index].handshakes.compactMap { TLSVersion(rawValue: $0.version) }
+                    let minimum = decision.requirements.minimumTLSVersion
+                    let lowest = seen.filter { minimum == nil || $0 < minimum! }.min()
+                    if let lowest {
+                        hostNeeds.minimumVersion = min(lowest, hostNeeds.minimumVersion ?? lowest)
+                    } else {
+                        unfixable[index, default: []].append((finding, "no ATS key allows a version below TLSv1.0: "
+                            + "fix the server (enable TLSv1.2 or later)"))
+                    }
+                case BlockReason.cipherSuite.rawValue:
+                    let weak = traffic[index].handshakes.compactMap(\.cipher)
+                        .filter { !decision.requirements.cipherPolicy.allows(
+                            suite: DestinationJudge.suiteCode($0) ?? 0, version: 0x0303) }
+                    hostNeeds.forwardSecrecyOff = true
+                    if !weak.allSatisfy(DestinationJudge.isRSAKeyExchange) { hostNeeds.anyCipher = true }
+                case BlockReason.certificatePin.rawValue:
+                    let pin = judge.engine.pinnedDomain(for: decision.destination.host)?.key ?? host
+                    unfixable[index, default: []].append((finding, "the pins: NSPinnedDomains entry '\(pin)' pins no key "
+                        + "of the chain \(host) serves; add the SPKI-SHA256-BASE64 of the server's (or its CA's) key "
+                        + "to NSPinnedCAIdentities or NSPinnedLeafIdentities, or fix the server's certificate"))
+                case let reason where reason.hasPrefix("certificate-"):
+                    unfixable[index, default: []].append((finding, "fix the server: give \(host) a certificate that "
+                        + "passes (\(reason)); the only key that would allow it, NSExceptionAllowsInsecureHTTPLoads=YES, "
+                        + "turns certificate checks off for \(host) altogether"))
+                default:
+                    unfixable[index, default: []].append((finding, "not an ATS decision: no key of the app's "
+                        + "dictionary changes it; fix the proxy's configuration or the client"))
+                }
+            }
+            needs[host] = hostNeeds
+        }
+        // The global key only when it changes nothing else recorded (other local destinations that were
+        // fine under ATS would lose it); otherwise the hosts get exception entries like any other.
+        if !globalChanges.isEmpty {
+            let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
+            let blockedHosts = Set(needs.keys)
+            let others = traffic.indices.filter { index in
+                guard let host = hosts[index] else { return false }
+                return !blockedHosts.contains(host)
+            }
+            if others.contains(where: { !judge.decidesAlike(traffic[$0], relaxed) }) {
+                globalChanges = []
+            }
+        }
+        // Hosts the global change already fixes need no entry.
+        if !globalChanges.isEmpty {
+            let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
+            var stillBlocked: Set<String> = []
+            for index in traffic.indices where !findings[index].isEmpty {
+                if let host = hosts[index], relaxed.findings(traffic[index]).contains(where: \.isATS) { stillBlocked.insert(host) }
+            }
+            for host in needs.keys where !stillBlocked.contains(host) { needs[host] = nil }
+        }
+
+        var hostChanges: [String: [PolicyChange]] = [:]
+        var scopes: [String: String] = [:]
+        // Hosts that need only cleartext may share a parent entry; the rest get an entry of their own.
+        var cleartextOnly: Set<String> = []
+        for (host, hostNeeds) in needs {
+            let onlyCleartext = hostNeeds.cleartext && hostNeeds.minimumVersion == nil && !hostNeeds.forwardSecrecyOff
+            if onlyCleartext, case .name = hostNeeds.decision.destination.host, !ownsExactEntry(hostNeeds.decision) {
+                cleartextOnly.insert(host)
+            } else {
+                hostChanges[host] = entryChanges(host: host, needs: hostNeeds)
+            }
+        }
+        for (parent, members) in parentGroups(cleartextOnly, decisions: decisions) {
+            let changes: [PolicyChange] = [
+                .setEntryKey(domain: parent, key: ATSKey.includesSubdomains, value: .bool(true)),
+                .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
+            ]
+            for member in members {
+                hostChanges[member] = changes
+                scopes[member] = "one entry for '\(parent)' and its subdomains covers "
+                    + members.sorted().joined(separator: ", ") + "; nothing else recorded under it changes"
+                cleartextOnly.remove(member)
+            }
+        }
+        for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
+        // Said where it matters: insecure loads also turn certificate checks off for the host's HTTPS (R10, R15).
+        let httpsHosts = Set(traffic.indices.filter { traffic[$0].scheme == Scheme.https.rawValue }.compactMap { hosts[$0] })
+        for (host, hostNeeds) in needs where (hostNeeds.cleartext || hostNeeds.anyCipher) && httpsHosts.contains(host) {
+            let note = "NSExceptionAllowsInsecureHTTPLoads also turns certificate checks off for \(host)'s HTTPS loads"
+            scopes[host] = scopes[host].map { $0 + "; " + note } ?? note
+        }
+
+        var all = globalChanges
+        var seen: Set<[String]> = []
+        for host in hostChanges.keys.sorted() {
+            for change in hostChanges[host]! where seen.insert(change.keyPath).inserted { all.append(change) }
+        }
+
+        var fixes: [DestinationFix?] = Array(repeating: nil, count: traffic.count)
+        var verifier: (key: String, judge: DestinationJudge)?
+        for (index, found) in findings.enumerated() where !found.isEmpty {
+            var fix = DestinationFix()
+            fix.unfixable = unfixable[index] ?? []
+            let decision = decisions[index]
+            let host = hosts[index]
+            if case .global(_, .localNetworkingNo?)? = decision?.basis { fix.changes = globalChanges }
+            if let host, let changes = hostChanges[host] { fix.changes += changes }
+            fix.scope = host.flatMap { scopes[$0] }
+            // One judge per host: a host's ports and schemes share its changes, and sit next to each other
+            // (destinations are sorted by host), so only the last judge is kept.
+            let cacheKey = (host ?? traffic[index].host) + (fix.changes.isEmpty ? "" : " changed")
+            if verifier?.key != cacheKey {
+                verifier = (cacheKey, fix.changes.isEmpty ? judge
+                    : DestinationJudge(policy: Policy(source.applying(fix.changes)), options: options))
+            }
+            let after = verifier!.judge.findings(traffic[index])
+            let remaining = Set(after.map(\.reason))
+            fix.verified = remaining == Set(fix.unfixable.map(\.finding.reason))
+            fixes[index] = fix
+        }
+        return (fixes, all)
+    }
+
+    /// The host has an app entry of its own (an exact key), which is where its keys belong.
+    private func ownsExactEntry(_ decision: Decision) -> Bool {
+        guard let match = decision.exception else { return false }
+        return match.kind == .exact && !match.entry.isBuiltin
+    }
+
+    /// Edits that give `host` the keys it needs: in its own entry when it has one, else in a new entry
+    /// that starts as a copy of the entry that decided it (so its other requirements stay as they were).
+    private func entryChanges(host: String, needs: Needs) -> [PolicyChange] {
+        var changes: [PolicyChange] = []
+        let decision = needs.decision
+        if !ownsExactEntry(decision), let entry = decision.exception?.entry {
+            // An app entry with a built-in's key replaces the built-in for all its subdomains (R9).
+            if entry.isBuiltin, entry.key == host, entry.includesSubdomains {
+                changes.append(.setEntryKey(domain: host, key: ATSKey.includesSubdomains, value: .bool(true)))
+            }
+            if entry.allowsInsecureHTTPLoads {
+                changes.append(.setEntryKey(domain: host, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)))
+            }
+            if entry.minimumTLSVersion != .tls12, needs.minimumVersion == nil {
+                changes.append(.setEntryKey(domain: host, key: ATSKey.exceptionMinimumTLSVersion,
+                                            value: .string(entry.minimumTLSVersion.rawValue)))
+            }
+            if !entry.requiresForwardSecrecy, !needs.forwardSecrecyOff {
+                changes.append(.setEntryKey(domain: host, key: ATSKey.exceptionRequiresForwardSecrecy, value: .bool(false)))
+            }
+        }
+        if needs.cleartext || needs.anyCipher {
+            let change = PolicyChange.setEntryKey(domain: host, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true))
+            if !changes.contains(change) { changes.append(change) }
+        }
+        if let version = needs.minimumVersion {
+            changes.append(.setEntryKey(domain: host, key: ATSKey.exceptionMinimumTLSVersion, value: .string(version.rawValue)))
+        }
+        if needs.forwardSecrecyOff {
+            let change = PolicyChange.setEntryKey(domain: host, key: ATSKey.exceptionRequiresForwardSecrecy, value: .bool(false))
+            if !changes.contains(change) { changes.append(change) }
+        }
+        return changes
+    }
+
+    /// Two-label suffixes under which registrations sit; never suggested as a parent entry.
+    private static let sharedSuffixes: Set<String> = [
+        "co.uk", "org.uk", "ac.uk", "gov.uk", "com.au", "net.au", "org.au", "co.jp", "ne.jp", "or.jp", "co.nz",
+        "com.br", "com.cn", "com.mx", "co.in", "co.kr", "co.za", "com.tr", "com.tw", "github.io", "appspot.com",
+        "cloudfront.net", "herokuapp.com", "azurewebsites.net", "s3.amazonaws.com",
+    ]
+
+    /// Parents with NSIncludesSubdomains that can replace several hosts' own entries: the most specific
+    /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
+    /// cleartext block goes and every other recorded destination under it keeps its decision.
+    private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [(String, [String])] {
+        var candidates: [String: Set<String>] = [:]
+        for host in hosts {
+            var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            while labels.count > 2 {
+                labels.removeFirst()
+                let parent = labels.joined(separator: ".")
+                if FixPlanner.sharedSuffixes.contains(parent) { break }
+                candidates[parent, default: []].insert(host)
+            }
+        }
+        // The recorded destinations under each candidate (the name itself or a subdomain), found once.
+        var under: [String: [Int]] = [:]
+        for (index, decision) in decisions.enumerated() {
+            guard let decision, case .name(let host) = decision.destination.host else { continue }
+            var rest = Substring(host)
+            while true {
+                if candidates[String(rest)] != nil { under[String(rest), default: []].append(index) }
+                guard let dot = rest.firstIndex(of: ".") else { break }
+                rest = rest[rest.index(after: dot)...]
+            }
+        }
+        var assigned: Set<String> = []
+        var groups: [(String, [String])] = []
+        // Most specific first (more labels), then by name for a stable result.
+        let ordered = candidates.keys.sorted {
+            let a = $0.split(separator: ".").count, b = $1.split(separator: ".").count
+            return a != b ? a > b : $0 < $1
+        }
+        for parent in ordered {
+            let members = candidates[parent]!.subtracting(assigned)
+            guard members.count >= 2 else { continue }
+            let changes: [PolicyChange] = [
+                .setEntryKey(domain: parent, key: ATSKey.includesSubdomains, value: .bool(true)),
+                .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
+            ]
+            let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
+            var accepted = true
+            for index in under[parent] ?? [] {
+                let recorded = traffic[index]
+                guard let before = decisions[index] else { continue }
+                let host = before.destination.host.description
+                if members.contains(host) {
+                    // Members keep nothing ATS-blocked apart from what no key fixes.
+                    let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
+                    if !left.isEmpty { accepted = false; break }
+                } else {
+                    if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
+                        accepted = false
+                        break
+                    }
+                }
+            }
+            guard accepted else { continue }
+            assigned.formUnion(members)
+            groups.append((parent, members.sorted()))
+        }
+        return groups
+    }
+}

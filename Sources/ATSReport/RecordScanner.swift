@@ -1,0 +1,367 @@
+/// Reads the fields of a decision record that the report needs straight from the bytes of one JSON line.
+///
+/// Not a general JSON parser, and deliberately not Foundation's: a million-record log is mostly messages
+/// and byte counts the report never looks at, so values are skipped with `memchr`-speed scans and only
+/// the wanted ones are kept, as spans of the line. The line is still checked as JSON structure (an
+/// object of key/value pairs with balanced strings, arrays and objects), so a line of another program
+/// or a truncated last line is refused as "not a record" rather than half-read. Unknown fields, of any
+/// type, are skipped: the log format grows.
+public struct RecordScanner {
+    /// A value's bytes within the line: a string's contents without quotes, or a literal's text.
+    public struct Span: Equatable, Sendable {
+        public var start: Int
+        public var count: Int
+        /// A string containing a backslash escape (decoded on demand by `RecordScanner.string`).
+        public var escaped: Bool
+
+        static let none = Span(start: 0, count: -1, escaped: false)
+        public var isPresent: Bool { count >= 0 }
+    }
+
+    /// The fields the report reads. A field that is absent or JSON null is `.none`.
+    public struct Fields: Sendable {
+        public var time = Span.none
+        public var app = Span.none
+        public var policy = Span.none
+        public var scheme = Span.none
+        public var host = Span.none
+        public var port = -1
+        public var action = Span.none
+        public var reason = Span.none
+        public var exception = Span.none
+        public var tlsVersion = Span.none
+        public var cipher = Span.none
+        public var message = Span.none
+        /// The client's User-Agent (device-lab logs), from which the load context is inferred.
+        public var userAgent = Span.none
+        /// nil when absent or null.
+        public var enforced: Bool?
+        /// The elements of `cert_tolerated`, if any (rare: only hosts that allow cleartext).
+        public var certTolerated: [Span] = []
+
+        /// The fields without which a line is not a decision record. (The proxy's own answers to
+        /// requests that name no destination, such as a 400, have a null scheme, host and port.)
+        public var missing: [String] {
+            var names: [String] = []
+            if !time.isPresent { names.append("time") }
+            if !action.isPresent { names.append("action") }
+            return names
+        }
+
+        /// The record names a destination (scheme, host and a valid port).
+        public var hasDestination: Bool { scheme.isPresent && host.isPresent && port > 0 }
+    }
+
+    public enum Outcome {
+        case record(Fields)
+        /// A JSON object without the fields a decision has (listed).
+        case missingFields([String])
+        /// Not a JSON object at all, or cut short.
+        case notARecord
+    }
+
+    public init() {}
+
+    /// Scans one line (without its newline).
+    public func scan(_ line: UnsafeRawBufferPointer) -> Outcome {
+        var fields = Fields()
+        switch scan(line, into: &fields) {
+        case .record: return .record(fields)
+        case .missingFields: return .missingFields(fields.missing)
+        case .notARecord: return .notARecord
+        }
+    }
+
+    /// What `scan(_:into:)` found; the fields are in its argument.
+    public enum Kind {
+        case record, missingFields, notARecord
+    }
+
+    /// Scans one line into `fields` (which must start empty): the hot path, with no copy of the fields.
+    public func scan(_ line: UnsafeRawBufferPointer, into fields: inout Fields) -> Kind {
+        guard let base = line.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return .notARecord }
+        var cursor = Cursor(base: base, end: line.count)
+        cursor.skipWhitespace()
+        guard cursor.take(UInt8(ascii: "{")) else { return .notARecord }
+        cursor.skipWhitespace()
+        if cursor.take(UInt8(ascii: "}")) { return .missingFields }
+        while true {
+            cursor.skipWhitespace()
+            guard let key = cursor.string() else { return .notARecord }
+            cursor.skipWhitespace()
+            guard cursor.take(UInt8(ascii: ":")) else { return .notARecord }
+            cursor.skipWhitespace()
+            guard store(key: key, cursor: &cursor, fields: &fields) else { return .notARecord }
+            cursor.skipWhitespace()
+            if cursor.take(UInt8(ascii: ",")) { continue }
+            guard cursor.take(UInt8(ascii: "}")) else { return .notARecord }
+            cursor.skipWhitespace()
+            guard cursor.atEnd else { return .notARecord }
+            break
+        }
+        return fields.time.isPresent && fields.action.isPresent ? .record : .missingFields
+    }
+
+    /// Reads the value of `key` into `fields` when the report wants it, else skips it. False when the
+    /// value is not well-formed JSON.
+    private func store(key: Span, cursor: inout Cursor, fields: inout Fields) -> Bool {
+        let name = key.escaped ? nil : Key(cursor.base + key.start, key.count)
+        switch name {
+        case .time?: return cursor.stringOrNull(into: &fields.time)
+        case .app?: return cursor.stringOrNull(into: &fields.app)
+        case .policy?: return cursor.stringOrNull(into: &fields.policy)
+        case .scheme?: return cursor.stringOrNull(into: &fields.scheme)
+        case .host?: return cursor.stringOrNull(into: &fields.host)
+        case .action?: return cursor.stringOrNull(into: &fields.action)
+        case .reason?: return cursor.stringOrNull(into: &fields.reason)
+        case .exception?: return cursor.stringOrNull(into: &fields.exception)
+        case .tlsVersion?: return cursor.stringOrNull(into: &fields.tlsVersion)
+        case .cipher?: return cursor.stringOrNull(into: &fields.cipher)
+        case .message?: return cursor.stringOrNull(into: &fields.message)
+        case .userAgent?: return cursor.stringOrNull(into: &fields.userAgent)
+        case .port?:
+            guard let literal = cursor.literal() else { return false }
+            fields.port = RecordScanner.port(cursor.base + literal.start, literal.count)
+            return true
+        case .enforced?:
+            guard let literal = cursor.literal() else { return false }
+            let text = UnsafeBufferPointer(start: cursor.base + literal.start, count: literal.count)
+            if text.elementsEqual("true".utf8) { fields.enforced = true } else if text.elementsEqual("false".utf8) { fields.enforced = false }
+            return true
+        case .certTolerated?:
+            guard cursor.peek == UInt8(ascii: "[") else { return cursor.skipValue() }
+            cursor.index += 1
+            cursor.skipWhitespace()
+            if cursor.take(UInt8(ascii: "]")) { return true }
+            while true {
+                cursor.skipWhitespace()
+                guard let element = cursor.string() else { return false }
+                fields.certTolerated.append(element)
+                cursor.skipWhitespace()
+                if cursor.take(UInt8(ascii: ",")) { continue }
+                return cursor.take(UInt8(ascii: "]"))
+            }
+        case nil:
+            return cursor.skipValue()
+        }
+    }
+
+    /// A port as 1...65535, else -1.
+    private static func port(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        guard count > 0, count <= 5 else { return -1 }
+        var value = 0
+        for index in 0..<count {
+            let digit = Int(bytes[index]) - 0x30
+            guard digit >= 0, digit <= 9 else { return -1 }
+            value = value * 10 + digit
+        }
+        return (1...65535).contains(value) ? value : -1
+    }
+
+    /// The text of a span of `line` (escapes decoded).
+    public static func string(_ span: Span, in line: UnsafeRawBufferPointer) -> String {
+        let bytes = UnsafeRawBufferPointer(rebasing: line[span.start..<(span.start + span.count)])
+        guard span.escaped else { return String(decoding: bytes, as: UTF8.self) }
+        return unescape(bytes)
+    }
+
+    /// Decodes JSON string escapes (`\"`, `\\`, `\/`, `\b` `\f` `\n` `\r` `\t`, `\uXXXX` with surrogates).
+    static func unescape(_ bytes: UnsafeRawBufferPointer) -> String {
+        var scalars = String.UnicodeScalarView()
+        var utf8: [UInt8] = []
+        func flush() {
+            if !utf8.isEmpty { scalars.append(contentsOf: String(decoding: utf8, as: UTF8.self).unicodeScalars); utf8.removeAll() }
+        }
+        var index = 0
+        func hex4(_ at: Int) -> UInt32? {
+            guard at + 4 <= bytes.count else { return nil }
+            var value: UInt32 = 0
+            for offset in 0..<4 {
+                guard let digit = Int(String(UnicodeScalar(bytes[at + offset])), radix: 16) else { return nil }
+                value = value << 4 | UInt32(digit)
+            }
+            return value
+        }
+        while index < bytes.count {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "\\"), index + 1 < bytes.count else { utf8.append(byte); index += 1; continue }
+            let next = bytes[index + 1]
+            index += 2
+            switch next {
+            case UInt8(ascii: "b"): utf8.append(0x08)
+            case UInt8(ascii: "f"): utf8.append(0x0C)
+            case UInt8(ascii: "n"): utf8.append(0x0A)
+            case UInt8(ascii: "r"): utf8.append(0x0D)
+            case UInt8(ascii: "t"): utf8.append(0x09)
+            case UInt8(ascii: "u"):
+                guard var code = hex4(index) else { continue }
+                index += 4
+                if (0xD800..<0xDC00).contains(code), index + 6 <= bytes.count, bytes[index] == UInt8(ascii: "\\"),
+                   bytes[index + 1] == UInt8(ascii: "u"), let low = hex4(index + 2), (0xDC00..<0xE000).contains(low) {
+                    code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    index += 6
+                }
+                flush()
+                scalars.append(Unicode.Scalar(code) ?? "\u{FFFD}")
+            default: utf8.append(next)
+            }
+        }
+        flush()
+        return String(scalars)
+    }
+}
+
+/// The keys the report reads, recognised by length and bytes.
+private enum Key {
+    case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
+    case enforced, certTolerated, userAgent
+
+    init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
+        func equals(_ text: StaticString) -> Bool {
+            text.utf8CodeUnitCount == count && memcmp(bytes, text.utf8Start, count) == 0
+        }
+        switch (count, bytes[0]) {
+        case (4, UInt8(ascii: "t")) where equals("time"): self = .time
+        case (4, UInt8(ascii: "h")) where equals("host"): self = .host
+        case (4, UInt8(ascii: "p")) where equals("port"): self = .port
+        case (3, UInt8(ascii: "a")) where equals("app"): self = .app
+        case (6, UInt8(ascii: "p")) where equals("policy"): self = .policy
+        case (6, UInt8(ascii: "s")) where equals("scheme"): self = .scheme
+        case (6, UInt8(ascii: "a")) where equals("action"): self = .action
+        case (6, UInt8(ascii: "r")) where equals("reason"): self = .reason
+        case (6, UInt8(ascii: "c")) where equals("cipher"): self = .cipher
+        case (7, UInt8(ascii: "m")) where equals("message"): self = .message
+        case (8, UInt8(ascii: "e")) where equals("enforced"): self = .enforced
+        case (9, UInt8(ascii: "e")) where equals("exception"): self = .exception
+        case (11, UInt8(ascii: "t")) where equals("tls_version"): self = .tlsVersion
+        case (10, UInt8(ascii: "u")) where equals("user_agent"): self = .userAgent
+        case (14, UInt8(ascii: "c")) where equals("cert_tolerated"): self = .certTolerated
+        default: return nil
+        }
+    }
+}
+
+import Glibc
+
+/// A position in one line's bytes.
+private struct Cursor {
+    let base: UnsafePointer<UInt8>
+    let end: Int
+    var index = 0
+
+    init(base: UnsafePointer<UInt8>, end: Int) {
+        self.base = base
+        self.end = end
+    }
+
+    var atEnd: Bool { index >= end }
+    var peek: UInt8? { index < end ? base[index] : nil }
+
+    mutating func take(_ byte: UInt8) -> Bool {
+        guard index < end, base[index] == byte else { return false }
+        index += 1
+        return true
+    }
+
+    mutating func skipWhitespace() {
+        while index < end {
+            switch base[index] {
+            case 0x20, 0x09, 0x0D, 0x0A: index += 1
+            default: return
+            }
+        }
+    }
+
+    /// A string at the cursor: its contents' span, the cursor after the closing quote.
+    mutating func string() -> RecordScanner.Span? {
+        guard take(UInt8(ascii: "\"")) else { return nil }
+        let start = index
+        var escaped = false
+        while true {
+            guard let special = nextQuoteOrBackslash() else { return nil }
+            if base[special] == UInt8(ascii: "\\") {
+                escaped = true
+                index = special + 2
+                continue
+            }
+            index = special + 1
+            return RecordScanner.Span(start: start, count: special - start, escaped: escaped)
+        }
+    }
+
+    /// The offset of the next `"` or `\\` from the cursor, eight bytes at a time (most values are short,
+    /// so a call to memchr per string cost more than the scan itself).
+    private func nextQuoteOrBackslash() -> Int? {
+        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
+        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        var offset = index
+        while offset + 8 <= end {
+            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
+            let q = word ^ quotes, b = word ^ backslashes
+            // A zero byte in q or b marks a match (the classic "has zero byte" test).
+            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
+            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
+            offset += 8
+        }
+        while offset < end {
+            let byte = base[offset]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
+            offset += 1
+        }
+        return nil
+    }
+
+    /// A string value, or null (left as `.none`).
+    mutating func stringOrNull(into span: inout RecordScanner.Span) -> Bool {
+        if peek == UInt8(ascii: "\"") {
+            guard let value = string() else { return false }
+            span = value
+            return true
+        }
+        return skipValue()
+    }
+
+    /// A number or `true`/`false`/`null`: the bytes up to the next delimiter.
+    mutating func literal() -> RecordScanner.Span? {
+        let start = index
+        while index < end {
+            switch base[index] {
+            case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0D, 0x0A:
+                return index > start ? RecordScanner.Span(start: start, count: index - start, escaped: false) : nil
+            case UInt8(ascii: "\""), UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ":"):
+                return nil
+            default: index += 1
+            }
+        }
+        return index > start ? RecordScanner.Span(start: start, count: index - start, escaped: false) : nil
+    }
+
+    /// Skips any JSON value, nested ones included; false when it is malformed or cut short.
+    mutating func skipValue() -> Bool {
+        guard let first = peek else { return false }
+        switch first {
+        case UInt8(ascii: "\""):
+            return string() != nil
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            while index < end {
+                let byte = base[index]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    guard string() != nil else { return false }
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { index += 1; return true }
+                default: break
+                }
+                index += 1
+            }
+            return false
+        default:
+            return literal() != nil
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import ATSPolicy
+
+extension Report {
+    /// One self-contained page: styles inline, charts as inline SVG (decisions over time, by reason), the
+    /// tables of every app; no script and no external asset, so it can be kept as a CI artefact.
+    public var html: String {
+        var out = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>atsgate report</title>
+            <style>\(HTMLPage.style)</style>
+            </head>
+            <body>
+
+            """
+        let blocked = apps.reduce(0) { $0 + $1.blocked.count }
+        let verdict = blocked == 0 ? "Nothing was or would be blocked"
+            : "\(blocked) destination\(blocked == 1 ? "" : "s") \(blocked == 1 ? "was or would be" : "were or would be") blocked"
+        out += "<header class=\"\(blocked == 0 ? "pass" : "fail")\"><h1>atsgate report</h1>"
+        out += "<p class=\"verdict\">\(HTMLPage.escape(verdict))</p>"
+        let skipped = summary.inputs.reduce(0) { $0 + $1.notRecords + $1.missingFields }
+        out += "<p>\(summary.records) records from \(summary.inputs.count) log\(summary.inputs.count == 1 ? "" : "s")"
+        out += skipped > 0 ? ", \(skipped) lines skipped" : ""
+        out += " &middot; profile \(options.profile.rawValue) &middot; \(apps.count) app\(apps.count == 1 ? "" : "s")</p></header>\n"
+
+        out += "<section class=\"charts\">\n"
+        out += "<figure><figcaption>Decisions over time</figcaption>\(HTMLCharts.timeline(summary.buckets))</figure>\n"
+        var reasons: [String: Int] = [:]
+        for app in apps { for (reason, count) in app.reasons { reasons[reason, default: 0] += count } }
+        out += "<figure><figcaption>Decisions by reason</figcaption>\(HTMLCharts.reasons(reasons))</figure>\n"
+        out += "</section>\n"
+
+        for input in summary.inputs where input.notRecords + input.missingFields > 0 {
+            var line = "\(input.path): \(input.notRecords + input.missingFields) of \(input.lines) lines skipped"
+            if let first = input.firstSkipped { line += " (line \(first.line): \(first.why))" }
+            out += "<p class=\"note\">\(HTMLPage.escape(line))</p>\n"
+        }
+        for app in apps { out += app.html }
+        out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS-SPEC R1-R17)</footer>\n"
+        out += "</body>\n</html>\n"
+        return out
+    }
+}
+
+extension AppReport {
+    var html: String {
+        let e = HTMLPage.escape
+        var out = "<section class=\"app\">\n<h2>\(e(app))</h2>\n"
+        out += "<p class=\"policy\">policy <code>\(e(policy.origin))</code></p>\n"
+        if let policyNote { out += "<p class=\"note\">\(e(policyNote))</p>\n" }
+        out += "<div class=\"cards\">"
+        let cards: [(String, String, String)] = [
+            ("\(records)", "records", ""),
+            ("\(destinations.count)", "destinations", ""),
+            ("\(blocked.count)", "would break", blocked.isEmpty ? "ok" : "bad"),
+            ("\(count(.allow))", "allowed", ""),
+            ("\(count(.block))", "blocked in the log", count(.block) > 0 ? "warn" : ""),
+            ("\(unused.count)", "unused keys", unused.isEmpty ? "" : "warn"),
+        ]
+        for (value, label, kind) in cards {
+            out += "<div class=\"card \(kind)\"><b>\(value)</b><span>\(label)</span></div>"
+        }
+        out += "</div>\n"
+
+        if !blocked.isEmpty {
+            out += "<h3>What would break, and the fix</h3>\n<table class=\"blocked\"><thead><tr><th>destination</th>"
+            out += "<th>reason</th><th>fix</th><th>App Review</th></tr></thead><tbody>\n"
+            for destination in blocked {
+                out += "<tr><td class=\"url\"><code>\(e(destination.traffic.url))</code><br><small>\(destination.traffic.records) record\(destination.traffic.records == 1 ? "" : "s")</small></td><td>"
+                out += destination.findings.map { "<span class=\"tag bad\">\(e($0.reason))</span> \(e($0.detail))" }
+                    .joined(separator: "<br>")
+                out += "</td><td>"
+                var fixes: [String] = []
+                var justification = "&mdash;"
+                if let fix = destination.fix {
+                    if !fix.changes.isEmpty {
+                        var text = fix.changes.map { "<code>\(e($0.summary))</code>" }.joined(separator: "<br>")
+                        text += fix.verified ? " <span class=\"tag ok\">verified</span>" : " <span class=\"tag bad\">not verified</span>"
+                        if let scope = fix.scope { text += "<br><small>\(e(scope))</small>" }
+                        fixes.append(text)
+                        justification = fix.needsJustification ? "justification required" : "no justification"
+                    }
+                    fixes += fix.unfixable.map { "<span class=\"tag warn\">no key</span> \(e($0.advice))" }
+                }
+                out += fixes.joined(separator: "<br>") + "</td><td>\(justification)</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+
+        if !unused.isEmpty {
+            out += "<h3>Unused keys (candidates to remove)</h3>\n<table><thead><tr><th>key</th><th>why</th></tr></thead><tbody>\n"
+            for key in unused {
+                let path = LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description
+                out += "<tr><td><code>\(e(path))</code></td><td>\(e(key.note))</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+
+        out += "<h3>Destinations</h3>\n<table class=\"all\"><thead><tr><th>destination</th><th>records</th>"
+        out += "<th>actions</th><th>reasons</th><th>TLS</th><th>exception</th><th>first / last seen</th><th>verdict</th></tr></thead><tbody>\n"
+        for destination in destinations {
+            let traffic = destination.traffic
+            let actions = LoggedAction.allCases.compactMap { traffic.count($0) == 0 ? nil : "\(traffic.count($0)) \($0.name)" }
+            let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+            out += "<tr><td class=\"url\"><code>\(e(traffic.url))</code></td><td class=\"n\">\(traffic.records)</td>"
+            out += "<td>\(e(actions.joined(separator: ", ")))</td><td>\(e(reasons.joined(separator: ", ")))</td>"
+            out += "<td><small>\((traffic.tlsVersions + traffic.ciphers).map(e).joined(separator: "<br>"))</small></td>"
+            out += "<td>\(e(destination.decision?.exception?.entry.displayName ?? "-"))</td>"
+            out += "<td class=\"time\">\(HTMLPage.time(traffic.firstTime))<br>\(HTMLPage.time(traffic.lastTime))</td>"
+            out += destination.isBlocked ? "<td><span class=\"tag bad\">block</span></td>" : "<td><span class=\"tag ok\">ok</span></td>"
+            out += "</tr>\n"
+        }
+        out += "</tbody></table>\n"
+
+        out += "<h3>Suggested NSAppTransportSecurity</h3>\n"
+        out += suggestion.isProven
+            ? "<p><span class=\"tag ok\">proven</span> every recorded destination is decided the same or better under it</p>\n"
+            : "<p><span class=\"tag bad\">not proven</span> still blocked under it: "
+                + e(suggestion.unproven.map { "\($0.url) (\($0.reasons.joined(separator: ", ")))" }.joined(separator: "; ")) + "</p>\n"
+        var plist = ""
+        PlistWriter.write(.dictionary(suggestion.source.dictionary), indent: 0, to: &plist)
+        out += "<pre>\(e(plist.replacingOccurrences(of: "\t", with: "  ")))</pre>\n"
+        out += "</section>\n"
+        return out
+    }
+}
+
+/// The page's style and escaping.
+enum HTMLPage {
+    /// `2026-11-22 06:21:01`: the table's times, to the second, UTC.
+    static func time(_ milliseconds: Int64) -> String {
+        String(Timestamp.text(milliseconds).prefix(19)).replacingOccurrences(of: "T", with: " ")
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        out.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            case "'": out += "&#39;"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    static let style = """
+        :root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--up:#0969da;--err:#bc4c00;--muted:#57606a;--line:#d0d7de}
+        *{box-sizing:border-box}body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1f2328;background:#f6f8fa}
+        header{padding:20px 32px;color:#fff}header.pass{background:var(--ok)}header.fail{background:var(--bad)}
+        header h1{margin:0;font-size:20px;font-weight:600}header .verdict{font-size:26px;font-weight:700;margin:6px 0}header p{margin:2px 0}
+        section{margin:16px 32px}.charts{display:flex;gap:16px;flex-wrap:wrap}
+        figure{margin:0;background:#fff;border:1px solid var(--line);border-radius:6px;padding:12px;flex:1 1 520px}
+        figcaption{font-weight:600;margin-bottom:6px}svg{display:block;width:100%;height:auto}
+        .app{background:#fff;border:1px solid var(--line);border-radius:6px;padding:16px 20px}
+        h2{margin:0 0 4px;font-size:18px;word-break:break-all}h3{font-size:15px;margin:20px 0 8px}
+        .policy{color:var(--muted);margin:0 0 8px}.note{color:var(--warn);margin:4px 32px}
+        .app .note{margin:4px 0}.cards{display:flex;gap:10px;flex-wrap:wrap}
+        .card{border:1px solid var(--line);border-radius:6px;padding:8px 14px;min-width:110px;background:#fff}
+        .card b{display:block;font-size:22px}.card span{color:var(--muted);font-size:12px}
+        .card.bad{border-color:var(--bad)}.card.bad b{color:var(--bad)}.card.ok b{color:var(--ok)}.card.warn b{color:var(--warn)}
+        table{border-collapse:collapse;width:100%;font-size:13px}th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
+        th{background:#f6f8fa;font-weight:600}td.n{text-align:right}code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}
+        .tag{display:inline-block;border-radius:10px;padding:0 7px;font-size:11px;font-weight:600;color:#fff}
+        .tag.ok{background:var(--ok)}.tag.bad{background:var(--bad)}.tag.warn{background:var(--warn)}
+        pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}
+        footer{color:var(--muted);margin:16px 32px 32px;font-size:12px}
+        td.url code,td.time{white-space:nowrap;word-break:normal}
+        """
+}
+
+/// Charts drawn as inline SVG: no script, no external asset.
+enum HTMLCharts {
+    static let colors: [LoggedAction: String] = [
+        .allow: "#1a7f37", .block: "#cf222e", .upgrade: "#0969da", .error: "#bc4c00", .other: "#8c959f",
+    ]
+
+    /// Stacked bars of decisions per time slot (at most 60 slots over the logs' span), by action.
+    static func timeline(_ buckets: TimeBuckets) -> String {
+        let width = 640.0, height = 220.0, left = 46.0, right = 10.0, top = 24.0, bottom = 34.0
+        guard let first = buckets.minutes.keys.min(), let last = buckets.minutes.keys.max() else {
+            return "<p>no records</p>"
+        }
+        let span = last - first + 1
+        let slotMinutes = max(1, (span + 59) / 60)
+        let slots = Int((span + slotMinutes - 1) / slotMinutes)
+        var stacks = [[Int]](repeating: [Int](repeating: 0, count: LoggedAction.allCases.count), count: slots)
+        for (minute, counts) in buckets.minutes {
+            let slot = Int((minute - first) / slotMinutes)
+            for index in counts.indices { stacks[slot][index] += counts[index] }
+        }
+        let peak = max(1, stacks.map { $0.reduce(0, +) }.max() ?? 1)
+        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        let barWidth = plotWidth / Double(slots)
+        var svg = "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"decisions over time\" "
+            + "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui,sans-serif\" font-size=\"11\">"
+        // Axes and the peak's gridline.
+        svg += "<line x1=\"\(left)\" y1=\"\(top)\" x2=\"\(width - right)\" y2=\"\(top)\" stroke=\"#d0d7de\" stroke-dasharray=\"3 3\"/>"
+        svg += "<line x1=\"\(left)\" y1=\"\(top + plotHeight)\" x2=\"\(width - right)\" y2=\"\(top + plotHeight)\" stroke=\"#57606a\"/>"
+        svg += "<text x=\"\(left - 6)\" y=\"\(top + 4)\" text-anchor=\"end\" fill=\"#57606a\">\(peak)</text>"
+        svg += "<text x=\"\(left - 6)\" y=\"\(top + plotHeight + 4)\" text-anchor=\"end\" fill=\"#57606a\">0</text>"
+        for (slot, stack) in stacks.enumerated() {
+            var y = top + plotHeight
+            let x = left + Double(slot) * barWidth + min(1, barWidth * 0.1)
+            for action in LoggedAction.allCases where stack[action.rawValue] > 0 {
+                let h = plotHeight * Double(stack[action.rawValue]) / Double(peak)
+                y -= h
+                svg += "<rect x=\(fmt(x)) y=\(fmt(y)) width=\(fmt(max(1, barWidth - min(2, barWidth * 0.2)))) height=\(fmt(h))"
+                    + " fill=\"\(colors[action]!)\"><title>\(stack[action.rawValue]) \(action.name)</title></rect>"
+            }
+        }
+        let startText = Timestamp.text(first * 60_000).prefix(16).replacingOccurrences(of: "T", with: " ")
+        let endText = Timestamp.text((first + Int64(slots) * slotMinutes) * 60_000).prefix(16).replacingOccurrences(of: "T", with: " ")
+        svg += "<text x=\"\(left)\" y=\"\(height - 16)\" fill=\"#57606a\">\(startText) UTC</text>"
+        svg += "<text x=\"\(width - right)\" y=\"\(height - 16)\" text-anchor=\"end\" fill=\"#57606a\">\(endText) UTC</text>"
+        svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\" fill=\"#57606a\">"
+            + "\(slotMinutes) min per bar</text>"
+        // Legend.
+        var legendX = left
+        for action in LoggedAction.allCases {
+            svg += "<rect x=\(fmt(legendX)) y=\"6\" width=\"10\" height=\"10\" fill=\"\(colors[action]!)\"/>"
+            svg += "<text x=\(fmt(legendX + 14)) y=\"15\">\(action.name)</text>"
+            legendX += 74
+        }
+        return svg + "</svg>"
+    }
+
+    /// Horizontal bars of records per reason code (the twelve most frequent).
+    static func reasons(_ counts: [String: Int]) -> String {
+        let rows = counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }.prefix(12)
+        guard !rows.isEmpty else {
+            return "<svg viewBox=\"0 0 640 60\" xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui,sans-serif\" "
+                + "font-size=\"13\"><text x=\"10\" y=\"34\" fill=\"#1a7f37\">no reasons: nothing was blocked or failed</text></svg>"
+        }
+        let width = 640.0, label = 170.0, rowHeight = 22.0, top = 6.0
+        let height = top * 2 + rowHeight * Double(rows.count)
+        let peak = Double(rows.first!.value)
+        var svg = "<svg viewBox=\"0 0 \(Int(width)) \(Int(height))\" role=\"img\" aria-label=\"decisions by reason\" "
+            + "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui,sans-serif\" font-size=\"11\">"
+        for (index, row) in rows.enumerated() {
+            let y = top + Double(index) * rowHeight
+            let barWidth = max(2, (width - label - 60) * Double(row.value) / peak)
+            let color = DestinationJudge.proxyReasons.contains(row.key) || row.key.hasPrefix("upstream-")
+                || !isATSReason(row.key) ? "#bc4c00" : "#cf222e"
+            svg += "<text x=\(fmt(label - 8)) y=\(fmt(y + 15)) text-anchor=\"end\">\(HTMLPage.escape(row.key))</text>"
+            svg += "<rect x=\(fmt(label)) y=\(fmt(y + 3)) width=\(fmt(barWidth)) height=\(fmt(rowHeight - 6)) fill=\"\(color)\"/>"
+            svg += "<text x=\(fmt(label + barWidth + 6)) y=\(fmt(y + 15)) fill=\"#57606a\">\(row.value)</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    private static func isATSReason(_ reason: String) -> Bool {
+        BlockReason(rawValue: reason) != nil && !DestinationJudge.proxyReasons.contains(reason)
+    }
+
+    private static func fmt(_ value: Double) -> String {
+        "\"\((value * 10).rounded() / 10)\""
+    }
+}

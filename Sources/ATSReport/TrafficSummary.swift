@@ -1,0 +1,427 @@
+import ATSPolicy
+import Dispatch
+import Foundation
+
+/// The action a record logged. Logs grow: an action this version does not know (today's `close`) is
+/// counted as `other`, never as a block.
+public enum LoggedAction: Int, CaseIterable, Sendable {
+    case allow, block, upgrade, error, other
+
+    public var name: String {
+        switch self {
+        case .allow: "allow"
+        case .block: "block"
+        case .upgrade: "upgrade"
+        case .error: "error"
+        case .other: "other"
+        }
+    }
+
+    init(_ bytes: UnsafeRawBufferPointer) {
+        func equals(_ text: StaticString) -> Bool {
+            bytes.count == text.utf8CodeUnitCount && memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
+        }
+        if bytes.isEmpty { self = .other } else if equals("allow") { self = .allow } else if equals("block") { self = .block }
+        else if equals("upgrade") { self = .upgrade } else if equals("error") { self = .error } else { self = .other }
+    }
+}
+
+/// One TLS handshake outcome seen for a destination: the version and suite names as logged.
+public struct Handshake: Hashable, Sendable {
+    public var version: String
+    public var cipher: String?
+}
+
+/// What the logs recorded for one destination (scheme, host, port) of one app.
+public struct DestinationTraffic: Sendable {
+    public var app: String
+    public var scheme: String
+    public var host: String
+    public var port: Int
+    public var records = 0
+    /// Records per `LoggedAction.rawValue`.
+    public var actions = [Int](repeating: 0, count: LoggedAction.allCases.count)
+    /// Records per reason code (any code, known or not).
+    public var reasons: [String: Int] = [:]
+    /// Milliseconds since the epoch.
+    public var firstTime = Int64.max
+    public var lastTime = Int64.min
+    public var handshakes: Set<Handshake> = []
+    /// The exception keys the logs name (`builtin:apple.com` for a built-in).
+    public var exceptions: Set<String> = []
+    /// Certificate findings, refused (`certificate-*` reasons) or tolerated (`cert_tolerated`).
+    public var certificateFindings: Set<String> = []
+    /// Blocks logged with `enforced:false` (report mode: the load went through).
+    public var reportOnlyBlocks = 0
+    /// The message of the first block, as logged.
+    public var blockMessage: String?
+    /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
+    /// a record without one is the app's.
+    var contextBits: UInt8 = 0
+
+    /// The load contexts the records came through, the app's first.
+    public var contexts: [LoadContext] {
+        let seen = LoadContext.allCases.enumerated().filter { contextBits & (1 << $0.offset) != 0 }.map(\.element)
+        return seen.isEmpty ? [.app] : seen
+    }
+
+    public var tlsVersions: [String] { Set(handshakes.map(\.version)).sorted() }
+    public var ciphers: [String] { Set(handshakes.compactMap(\.cipher)).sorted() }
+    public var url: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+    public func count(_ action: LoggedAction) -> Int { actions[action.rawValue] }
+
+    /// What identifies the destination across logs.
+    var key: String { "\(app)\u{0}\(scheme)\u{0}\(host)\u{0}\(port)" }
+
+    /// Adds another part's records of the same destination.
+    mutating func merge(_ other: DestinationTraffic) {
+        records += other.records
+        for index in actions.indices { actions[index] += other.actions[index] }
+        reasons.merge(other.reasons, uniquingKeysWith: +)
+        firstTime = min(firstTime, other.firstTime)
+        lastTime = max(lastTime, other.lastTime)
+        handshakes.formUnion(other.handshakes)
+        exceptions.formUnion(other.exceptions)
+        certificateFindings.formUnion(other.certificateFindings)
+        reportOnlyBlocks += other.reportOnlyBlocks
+        if blockMessage == nil { blockMessage = other.blockMessage }
+        contextBits |= other.contextBits
+    }
+}
+
+/// The parts of a parallel read, each written by its own worker.
+private final class PartResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Result<TrafficSummary, LogReadError>?]
+
+    init(count: Int) { stored = Array(repeating: nil, count: count) }
+
+    func set(_ index: Int, _ result: Result<TrafficSummary, LogReadError>) {
+        lock.withLock { stored[index] = result }
+    }
+
+    var results: [Result<TrafficSummary, LogReadError>?] { lock.withLock { stored } }
+}
+
+/// Per-minute decision counts, for the chart of decisions over time.
+public struct TimeBuckets: Sendable {
+    /// Minute since the epoch -> records per `LoggedAction.rawValue`.
+    public var minutes: [Int64: [Int]] = [:]
+    /// The minute being counted: records arrive mostly in order, so most need no dictionary lookup.
+    private var current: Int64 = .min
+    private var counts = [Int](repeating: 0, count: LoggedAction.allCases.count)
+
+    mutating func add(time: Int64, action: LoggedAction) {
+        let minute = time >= 0 ? time / 60_000 : (time - 59_999) / 60_000
+        if minute != current {
+            flush()
+            current = minute
+        }
+        counts[action.rawValue] += 1
+    }
+
+    /// Moves the current minute's counts into `minutes`.
+    mutating func flush() {
+        guard current != .min else { return }
+        if let existing = minutes[current] {
+            minutes[current] = zip(existing, counts).map(+)
+        } else {
+            minutes[current] = counts
+        }
+        counts = [Int](repeating: 0, count: LoggedAction.allCases.count)
+        current = .min
+    }
+}
+
+/// Line counts per input, so a report says what it read and what it skipped.
+public struct InputStats: Sendable {
+    public var path: String
+    public var lines = 0
+    public var records = 0
+    /// Lines that are not JSON objects, or are cut short (a start-up banner, a truncated last line).
+    public var notRecords = 0
+    /// JSON objects without the fields of a decision (`time` and `action`), or with a time that is not one.
+    public var missingFields = 0
+    /// The first skipped line's number and why, for the message.
+    public var firstSkipped: (line: Int, why: String)?
+}
+
+/// Everything the logs said, grouped by app and destination. Memory follows the number of distinct
+/// destinations (and minutes), not the number of records; the order records arrive in does not
+/// matter, so logs of several proxies merge whatever their order.
+public struct TrafficSummary: Sendable {
+    public internal(set) var destinations: [DestinationTraffic] = []
+    public internal(set) var inputs: [InputStats] = []
+    public internal(set) var buckets = TimeBuckets()
+    /// Records of the proxy's own answers that name no destination (bad requests, timeouts), per app.
+    public internal(set) var undirected: [String: [String: Int]] = [:]
+
+    public var records: Int { inputs.reduce(0) { $0 + $1.records } }
+    public var apps: [String] { Array(Set(destinations.map(\.app))).sorted() }
+
+    public init() {}
+
+    /// Reads every line of `paths` (files, directories, `-`, `.gz`).
+    ///
+    /// A large plain file is cut at line boundaries into one part per core, read in parallel, and the
+    /// parts' summaries merged (the summary does not depend on the order of records, so this is the
+    /// same result as one pass).
+    public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
+                            parallelMinimum: Int = 32 << 20) throws(LogReadError) -> TrafficSummary {
+        let reader = LogReader()
+        var summary = TrafficSummary()
+        for path in try reader.expand(paths) {
+            let ranges = parallelism > 1 ? try reader.split(path, parts: parallelism, minimumSize: parallelMinimum) : []
+            if ranges.count > 1 {
+                summary.merge(try readInParallel(path, ranges: ranges, reader: reader))
+            } else {
+                var builder = TrafficSummaryBuilder()
+                builder.begin(path: path)
+                try reader.read(path) { builder.ingest($0) }
+                summary.merge(builder.finish())
+            }
+        }
+        summary.destinations.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
+        return summary
+    }
+
+    private static func readInParallel(_ path: String, ranges: [Range<Int>], reader: LogReader)
+        throws(LogReadError) -> TrafficSummary {
+        let parts = PartResults(count: ranges.count)
+        DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
+            var builder = TrafficSummaryBuilder()
+            builder.begin(path: path)
+            do throws(LogReadError) {
+                try reader.read(path, range: ranges[index]) { builder.ingest($0) }
+                parts.set(index, .success(builder.finish()))
+            } catch {
+                parts.set(index, .failure(error))
+            }
+        }
+        // One input for the file: counts summed, the first skipped line numbered from the file's start.
+        var whole = TrafficSummary()
+        var linesBefore = 0
+        var input = InputStats(path: path)
+        for result in parts.results {
+            var part = try result!.get()
+            let stats = part.inputs[0]
+            if input.firstSkipped == nil, let first = stats.firstSkipped {
+                input.firstSkipped = (first.line + linesBefore, first.why)
+            }
+            input.lines += stats.lines
+            input.records += stats.records
+            input.notRecords += stats.notRecords
+            input.missingFields += stats.missingFields
+            linesBefore += stats.lines
+            part.inputs = []
+            whole.merge(part)
+        }
+        whole.inputs = [input]
+        return whole
+    }
+
+    /// Adds `other`'s records to this summary (destinations by app, scheme, host and port).
+    mutating func merge(_ other: TrafficSummary) {
+        inputs += other.inputs
+        for (minute, counts) in other.buckets.minutes {
+            buckets.minutes[minute] = buckets.minutes[minute].map { zip($0, counts).map(+) } ?? counts
+        }
+        for (app, reasons) in other.undirected {
+            undirected[app, default: [:]].merge(reasons, uniquingKeysWith: +)
+        }
+        if destinations.isEmpty { destinations = other.destinations; return }
+        var index: [String: Int] = [:]
+        for (position, destination) in destinations.enumerated() { index[destination.key] = position }
+        for destination in other.destinations {
+            guard let position = index[destination.key] else {
+                index[destination.key] = destinations.count
+                destinations.append(destination)
+                continue
+            }
+            destinations[position].merge(destination)
+        }
+    }
+
+    fileprivate init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
+                     undirected: [String: [String: Int]]) {
+        self.destinations = destinations
+        self.inputs = inputs
+        self.buckets = buckets
+        self.undirected = undirected
+    }
+}
+
+/// Builds a `TrafficSummary` line by line; the hot path of `atsgate report`.
+///
+/// Per record: one scan of the line, one hash of the destination's bytes (app, scheme, host, port) to
+/// find its slot, and a hash per reason, suite or exception seen. Values are interned once and counted
+/// in flat tables keyed by small numbers, so no String and no nested array is touched per record.
+public struct TrafficSummaryBuilder {
+    private let scanner = RecordScanner()
+    /// Values (reasons, versions, suites, exceptions, apps) by id.
+    private var strings = Interner()
+    /// Destination keys (`app NUL scheme NUL host NUL port`); a key's id is its slot in `destinations`.
+    private var keys = Interner()
+    private var keyBuffer: [UInt8] = []
+    private var destinations: [DestinationTraffic] = []
+    /// (slot, reason id) -> records.
+    private var reasonCounts: [Pair: Int] = [:]
+    /// (slot, version id << 32 | cipher id + 1, or 0 for none).
+    private var handshakes: Set<Pair> = []
+    /// (slot, exception id).
+    private var exceptions: Set<Pair> = []
+
+    /// A destination's slot and an interned value: one hash per record and field, no nested arrays.
+    private struct Pair: Hashable {
+        var slot: Int
+        var value: Int
+    }
+    /// Per reason id: a certificate finding (`certificate-*`).
+    private var isCertificateReason: [Bool] = []
+    /// Per interned User-Agent: its load context's bit (0 until classified).
+    private var contextBitOf: [UInt8] = []
+    private var inputs: [InputStats] = []
+    private var buckets = TimeBuckets()
+    private var undirected: [String: [String: Int]] = [:]
+
+    public init() {}
+
+    public mutating func begin(path: String) {
+        inputs.append(InputStats(path: path))
+    }
+
+    /// One line of a log.
+    public mutating func ingest(_ line: UnsafeRawBufferPointer) {
+        if inputs.isEmpty { begin(path: "-") }
+        let input = inputs.count - 1
+        inputs[input].lines += 1
+        var fields = RecordScanner.Fields()
+        switch scanner.scan(line, into: &fields) {
+        case .notARecord:
+            // Blank lines are nobody's records and no one's problem.
+            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
+            skip(input, why: "not a JSON object", notRecord: true)
+        case .missingFields:
+            skip(input, why: "no \(fields.missing.joined(separator: ", "))", notRecord: false)
+        case .record:
+            guard let time = Timestamp.milliseconds(span(fields.time, line)) else {
+                return skip(input, why: "time is not an RFC 3339 UTC timestamp", notRecord: false)
+            }
+            inputs[input].records += 1
+            add(fields, time: time, line: line)
+        }
+    }
+
+    private mutating func skip(_ input: Int, why: String, notRecord: Bool) {
+        if notRecord { inputs[input].notRecords += 1 } else { inputs[input].missingFields += 1 }
+        if inputs[input].firstSkipped == nil { inputs[input].firstSkipped = (inputs[input].lines, why) }
+    }
+
+    private func span(_ span: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: line[span.start..<(span.start + span.count)])
+    }
+
+    private mutating func intern(_ field: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> Int {
+        if field.escaped { return strings.id(RecordScanner.string(field, in: line)) }
+        return strings.id(span(field, line))
+    }
+
+    /// Appends a field's decoded bytes to the key.
+    private mutating func appendKey(_ field: RecordScanner.Span, _ line: UnsafeRawBufferPointer) {
+        if field.isPresent {
+            if field.escaped {
+                keyBuffer.append(contentsOf: RecordScanner.string(field, in: line).utf8)
+            } else {
+                keyBuffer.append(contentsOf: span(field, line))
+            }
+        }
+        keyBuffer.append(0)
+    }
+
+    private mutating func add(_ fields: RecordScanner.Fields, time: Int64, line: UnsafeRawBufferPointer) {
+        let action = LoggedAction(span(fields.action, line))
+        buckets.add(time: time, action: action)
+        // One app's records or many: `app` once the device-lab routing logs it, else the policy file.
+        let app = fields.app.isPresent ? fields.app : fields.policy
+        guard fields.hasDestination else {
+            let appName = app.isPresent ? RecordScanner.string(app, in: line) : "-"
+            let reason = fields.reason.isPresent ? RecordScanner.string(fields.reason, in: line) : action.name
+            undirected[appName, default: [:]][reason, default: 0] += 1
+            return
+        }
+        keyBuffer.removeAll(keepingCapacity: true)
+        appendKey(app, line)
+        appendKey(fields.scheme, line)
+        appendKey(fields.host, line)
+        keyBuffer.append(UInt8(truncatingIfNeeded: fields.port >> 8))
+        keyBuffer.append(UInt8(truncatingIfNeeded: fields.port))
+        let slot = keyBuffer.withUnsafeBytes { keys.id($0) }
+        if slot == destinations.count {
+            destinations.append(DestinationTraffic(
+                app: app.isPresent ? RecordScanner.string(app, in: line) : "-",
+                scheme: RecordScanner.string(fields.scheme, in: line),
+                host: RecordScanner.string(fields.host, in: line), port: fields.port))
+        }
+        destinations[slot].records += 1
+        destinations[slot].actions[action.rawValue] += 1
+        destinations[slot].contextBits |= contextBit(fields.userAgent, line)
+        if time < destinations[slot].firstTime { destinations[slot].firstTime = time }
+        if time > destinations[slot].lastTime { destinations[slot].lastTime = time }
+
+        if fields.reason.isPresent {
+            let reason = intern(fields.reason, line)
+            reasonCounts[Pair(slot: slot, value: reason), default: 0] += 1
+            while isCertificateReason.count <= reason {
+                isCertificateReason.append(strings[isCertificateReason.count].hasPrefix("certificate-"))
+            }
+            if isCertificateReason[reason] { destinations[slot].certificateFindings.insert(strings[reason]) }
+            if action == .block {
+                if fields.enforced == false { destinations[slot].reportOnlyBlocks += 1 }
+                if destinations[slot].blockMessage == nil, fields.message.isPresent {
+                    destinations[slot].blockMessage = RecordScanner.string(fields.message, in: line)
+                }
+            }
+        }
+        if fields.tlsVersion.isPresent {
+            let version = intern(fields.tlsVersion, line)
+            let cipher = fields.cipher.isPresent ? intern(fields.cipher, line) + 1 : 0
+            handshakes.insert(Pair(slot: slot, value: version << 32 | cipher))
+        }
+        if fields.exception.isPresent {
+            exceptions.insert(Pair(slot: slot, value: intern(fields.exception, line)))
+        }
+        for finding in fields.certTolerated {
+            destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
+        }
+    }
+
+    /// The load context of a record, as a bit; User-Agents are few, so each is classified once.
+    private mutating func contextBit(_ userAgent: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> UInt8 {
+        guard userAgent.isPresent else { return 1 }
+        let id = intern(userAgent, line)
+        while contextBitOf.count <= id { contextBitOf.append(0) }
+        if contextBitOf[id] == 0 {
+            let context = LoadContext.infer(userAgent: strings[id])
+            contextBitOf[id] = 1 << UInt8(LoadContext.allCases.firstIndex(of: context)!)
+        }
+        return contextBitOf[id]
+    }
+
+    public func finish() -> TrafficSummary {
+        var result = destinations
+        for (key, count) in reasonCounts { result[key.slot].reasons[strings[key.value], default: 0] += count }
+        for key in handshakes {
+            let cipher = key.value & 0xFFFF_FFFF
+            result[key.slot].handshakes.insert(Handshake(version: strings[key.value >> 32],
+                                                         cipher: cipher == 0 ? nil : strings[cipher - 1]))
+        }
+        for key in exceptions { result[key.slot].exceptions.insert(strings[key.value]) }
+        result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
+        var merged = buckets
+        merged.flush()
+        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected)
+    }
+}
+
+import Glibc

@@ -1,0 +1,124 @@
+import ArgumentParser
+import ATSPolicy
+import ATSReport
+import Foundation
+
+/// `atsgate report`: the staging gate's verdict from decision logs.
+struct ReportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Judge decision logs under the app's policy: what would break, the fix, unused keys.",
+        discussion: """
+            Reads decision logs (JSON lines: files, directories, - for standard input, .gz by extension; \
+            logs of several proxies merge) and says per app and destination what was or would be blocked, \
+            the narrowest change to the ATS dictionary that allows it (or that no key can), and which keys no \
+            recorded decision used. --format plist prints the suggested NSAppTransportSecurity, proven \
+            against every recorded destination. Exit status: 0 when nothing was or would be blocked, 1 when \
+            something was or would be (or, for plist, the suggestion could not be proven), 2 when an input \
+            cannot be read.
+            """
+    )
+
+    enum Format: String, ExpressibleByArgument, CaseIterable { case text, json, junit, sarif, html, plist }
+    enum FailOn: String, ExpressibleByArgument, CaseIterable { case block, never }
+
+    @Option(name: .long, help: ArgumentHelp("The app's ATS policy (repeatable): Info.plist, bare ATS plist or JSON; "
+                                            + "ID=FILE for the records of app ID.", valueName: "[id=]file"))
+    var policy: [String] = []
+
+    @Option(name: .long, help: "text, json, junit, sarif (2.1.0), html or plist (the suggested dictionary).")
+    var format: Format = .text
+
+    @Option(name: .long, help: ArgumentHelp("Write the report to FILE instead of standard output.", valueName: "file"))
+    var output: String?
+
+    @Option(name: .long, help: "block: exit 1 when something was or would be blocked; never: exit 0 unless an input is unreadable.")
+    var failOn: FailOn = .block
+
+    @Option(name: .long, help: "Which OS generation's rules apply: ios9, ios10 or ios17.")
+    var profile: Profile = .ios17
+
+    @Flag(name: .long, help: "Do not apply the built-in exceptions (apple.com and others).")
+    var noBuiltinExceptions = false
+
+    @Option(name: .long, help: ArgumentHelp("A local network (repeatable; replaces the default list).", valueName: "cidr"))
+    var localNetwork: [IPNetwork] = []
+
+    @Argument(help: ArgumentHelp("Decision logs: files, directories, - for standard input; .gz is decompressed.",
+                                 valueName: "log"))
+    var logs: [String]
+
+    func run() throws {
+        var policies: [ReportPolicy] = []
+        for argument in policy {
+            do {
+                policies.append(try ReportPolicy.load(argument))
+            } catch {
+                throw CommandFailure(message: error.description)
+            }
+        }
+        let summary: TrafficSummary
+        do {
+            summary = try TrafficSummary.read(logs)
+        } catch {
+            throw CommandFailure(message: error.description)
+        }
+        guard summary.records > 0 else {
+            let lines = summary.inputs.reduce(0) { $0 + $1.lines }
+            let names = summary.inputs.map(\.path).joined(separator: ", ")
+            throw CommandFailure(message: "\(names.isEmpty ? "no input" : names): no atsgate decision records "
+                + "(\(lines) line\(lines == 1 ? "" : "s") read, none a decision record)")
+        }
+        let options = EngineOptions(profile: profile, builtinExceptions: !noBuiltinExceptions,
+                                    localNetworks: localNetwork.isEmpty ? EngineOptions.defaultLocalNetworks : localNetwork,
+                                    cleartext: .block)
+        let report = Report(summary: summary, policies: policies, options: options)
+        let output = try ReportOutput(path: self.output)
+        switch format {
+        case .text: output.write(report.text)
+        case .json:
+            // Written as it is rendered: a report of thousands of destinations is never one String.
+            report.writeJSON(output.write)
+            output.write("\n")
+        case .junit: output.write(report.junit)
+        case .sarif: output.write(report.sarif(toolVersion: AtsgateVersion.string).pretty + "\n")
+        case .html: output.write(report.html)
+        case .plist: output.write(report.plist)
+        }
+        try output.close()
+        guard failOn == .block else { return }
+        if report.wouldBlock || (format == .plist && !report.isProven) { throw ExitCode(1) }
+    }
+}
+
+/// Standard output or the --output file, written in large blocks.
+final class ReportOutput {
+    private let handle: FileHandle
+    private let path: String?
+    private var buffer: [UInt8] = []
+
+    init(path: String?) throws {
+        self.path = path
+        guard let path else { handle = .standardOutput; return }
+        guard FileManager.default.createFile(atPath: path, contents: nil), let file = FileHandle(forWritingAtPath: path) else {
+            throw CommandFailure(message: "\(path): cannot write: \(String(cString: strerror(errno)).lowercased())")
+        }
+        handle = file
+    }
+
+    func write(_ text: String) {
+        buffer.append(contentsOf: text.utf8)
+        if buffer.count >= 1 << 20 { flush() }
+    }
+
+    private func flush() {
+        guard !buffer.isEmpty else { return }
+        handle.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    func close() throws {
+        flush()
+        if path != nil { try handle.close() }
+    }
+}
