@@ -99,6 +99,10 @@ private struct ChainVerification {
             return
         }
         X509_STORE_CTX_set_default(context, "ssl_server")
+        // The leaf's extended key usage is R15a's to judge (Apple accepts anyExtendedKeyUsage, OpenSSL's
+        // ssl_server purpose does not): a clientAuth-only leaf must fail as certificate-usage, not as
+        // an untrusted chain.
+        X509_VERIFY_PARAM_set_purpose(X509_STORE_CTX_get0_param(context), X509_PURPOSE_ANY)
         X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(context), UInt(X509_V_FLAG_NO_CHECK_TIME))
         if X509_verify_cert(context) == 1 {
             if let built = X509_STORE_CTX_get0_chain(context) {
