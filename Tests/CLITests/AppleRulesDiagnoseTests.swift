@@ -165,3 +165,58 @@ import Testing
         #expect(run.stdout.contains("Certificate Transparency (R16): SCTs counted, NOT verified (no --ct-log-list).\n"))
     }
 }
+
+/// R16 with Apple's log list: SCTs in the TLS extension signed by test logs (Fixtures/make-scts.py),
+/// served by `openssl s_server -serverinfo`, verified against the list.
+@Suite(.serialized) struct CertificateTransparencyLogListTests {
+    static let pki = TestPKI.shared
+
+    /// Three SCTs over sys-365 from three test logs, and the log lists: made once, then only read.
+    nonisolated(unsafe) static let scts: Result<TemporaryDirectory, HarnessError> = {
+        do {
+            let directory = try TemporaryDirectory()
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("Fixtures/make-scts.py").path
+            let run = try Subprocess.run(Origin.python, [script, directory.url.path, try pki.path("sys-365.pem"), "3"])
+            guard run.status == 0 else { return .failure(HarnessError("make-scts.py: \(run.stderr)")) }
+            return .success(directory)
+        } catch {
+            return .failure(HarnessError("make-scts.py: \(error)"))
+        }
+    }()
+
+    static func file(_ name: String) throws -> String { try scts.get().url.appendingPathComponent(name).path }
+
+    static func diagnose(port: Int, _ extra: [String]) throws -> [String: Any] {
+        let run = try Atsgate.run(["diagnose", "--resolve", "localhost=127.0.0.1", "--format", "json",
+                                   "--certificate-transparency"] + extra + ["https://localhost:\(port)/"],
+                                  environment: ["SSL_CERT_FILE": try pki.path("system-ca.pem"),
+                                                "SSL_CERT_DIR": "/nonexistent"])
+        return try #require(try run.jsonLines().first, "\(run.stderr)")
+    }
+
+    @Test func signedSCTsInTheTLSExtensionAreCountedAndVerified() throws {
+        let server = try OpenSSLTestServer(leaf: "sys-365", arguments: ["-tls1_2", "-serverinfo", try Self.file("scts.serverinfo")])
+        let counted = try Self.diagnose(port: server.port, [])
+        #expect(counted["result"] as? String == "PASS", "\(counted)")
+        #expect((counted["certificate"] as? [String: Any])?["scts"] as? Int == 3)
+
+        let verified = try Self.diagnose(port: server.port, ["--ct-log-list", try Self.file("log-list.json")])
+        #expect(verified["result"] as? String == "PASS", "\(verified)")
+
+        // One log missing from the list: its SCT does not verify, two logs are not enough above 180 days.
+        let short = try Self.diagnose(port: server.port, ["--ct-log-list", try Self.file("log-list-short.json")])
+        #expect(short["reason"] as? String == "certificate-transparency")
+        #expect(short["rule"] as? String == "R16")
+        #expect((short["message"] as? String ?? "").contains("SCTs from 2 distinct logs (3 tls-extension), 1 failing verification"),
+                "\(short["message"] ?? "")")
+    }
+
+    @Test func madeUpEmbeddedSCTsCountButDoNotVerify() throws {
+        let origin = try TLSTestOrigin(leaf: "sys-sct3", arguments: [])
+        #expect(try Self.diagnose(port: origin.port, [])["result"] as? String == "PASS")
+        let verified = try Self.diagnose(port: origin.port, ["--ct-log-list", try Self.file("log-list.json")])
+        #expect(verified["reason"] as? String == "certificate-transparency")
+        #expect((verified["message"] as? String ?? "").contains("3 failing verification"), "\(verified["message"] ?? "")")
+    }
+}
