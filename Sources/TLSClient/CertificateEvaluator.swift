@@ -38,7 +38,7 @@ public enum CertificateEvaluator {
         OpenSSLErrorQueue.clear()
         defer { OpenSSLErrorQueue.clear() }
         guard let first = chain.first else {
-            return CertificateChainFacts(host: host, leaf: nil, leafProblem: "presented no certificate",
+            return CertificateChainFacts(host: host, leaf: nil, leafProblem: "\(host) presented no certificate",
                                          anchor: .untrusted("no certificate"))
         }
         guard let leaf = X509Certificate(der: first) else {

@@ -126,7 +126,7 @@ public struct CertificateChainFacts: Sendable {
     public var host: String
     /// The leaf; nil when the server sent no certificate, or none that parses (`leafProblem` says which).
     public var leaf: Leaf?
-    /// Why there is no leaf: "presented no certificate", "... is not valid DER X.509".
+    /// Why there is no leaf, as a sentence: "api.example.com presented no certificate".
     public var leafProblem: String?
     public var anchor: TrustAnchor
     /// The verified chain (or, when untrusted, the chain as sent), leaf first, with validity periods.

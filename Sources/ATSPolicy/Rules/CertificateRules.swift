@@ -8,10 +8,8 @@ public struct ChainTrustRule: ATSRule {
     public func evaluate(_ facts: CertificateChainFacts) -> RuleResult {
         let host = facts.host
         guard let leaf = facts.leaf else {
-            let problem = facts.leafProblem ?? "presented no certificate"
-            return .fails(RuleFailure(id, .certificateUntrusted) {
-                problem.hasPrefix("presented") ? "\(host) \(problem)" : problem
-            })
+            let problem = facts.leafProblem ?? "\(host) presented no certificate"
+            return .fails(RuleFailure(id, .certificateUntrusted) { problem })
         }
         guard case .untrusted(let problem) = facts.anchor else { return .passes }
         return .fails(RuleFailure(id, .certificateUntrusted) {
