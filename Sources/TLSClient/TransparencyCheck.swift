@@ -37,14 +37,14 @@ public final class CTLogList: @unchecked Sendable {
     public let logs: [String: String]
 
     /// Reads `file`; throws with the file name and the problem.
-    public init(file: String) throws(TrustStoreError) {
+    public init(file: String) throws(CTLogListError) {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: file)) } catch {
-            throw TrustStoreError(file: file, problem: "cannot read the CT log list: \(error.localizedDescription)")
+            throw CTLogListError(file: file, problem: "cannot read it: \(error.localizedDescription)")
         }
         guard let root = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
               let operators = root["operators"] as? [[String: Any]] else {
-            throw TrustStoreError(file: file, problem: "is not a CT log list (expected a JSON object with \"operators\")")
+            throw CTLogListError(file: file, problem: "is not a CT log list (expected a JSON object with \"operators\")")
         }
         var config = ""
         var names: [String] = []
@@ -60,9 +60,9 @@ public final class CTLogList: @unchecked Sendable {
                 if let id = log["log_id"] as? String { logs[id] = description }
             }
         }
-        guard !names.isEmpty else { throw TrustStoreError(file: file, problem: "names no CT log with a key") }
+        guard !names.isEmpty else { throw CTLogListError(file: file, problem: "names no CT log with a key") }
         config = "enabled_logs = \(names.joined(separator: ","))\n" + config
-        guard let store = CTLOG_STORE_new() else { throw TrustStoreError(file: file, problem: "out of memory") }
+        guard let store = CTLOG_STORE_new() else { throw CTLogListError(file: file, problem: "out of memory") }
         let temporary = FileManager.default.temporaryDirectory
             .appendingPathComponent("atsgate-ctlogs-\(UUID().uuidString).cnf").path
         defer { try? FileManager.default.removeItem(atPath: temporary) }
@@ -70,13 +70,21 @@ public final class CTLogList: @unchecked Sendable {
               CTLOG_STORE_load_file(store, temporary) == 1 else {
             let problem = OpenSSLErrorQueue.drain().text
             CTLOG_STORE_free(store)
-            throw TrustStoreError(file: file, problem: "OpenSSL cannot load its logs: \(problem)")
+            throw CTLogListError(file: file, problem: "OpenSSL cannot load its logs: \(problem)")
         }
         pointer = store
         self.logs = logs
     }
 
     deinit { CTLOG_STORE_free(pointer) }
+}
+
+/// A CT log list that cannot be used, naming the file.
+public struct CTLogListError: Error, CustomStringConvertible, Sendable {
+    public var file: String
+    public var problem: String
+
+    public var description: String { "CT log list \(file): \(problem)" }
 }
 
 /// Gathers a leaf's SCTs from every source into R16's facts, verifying each against a log list.

@@ -94,7 +94,7 @@ import Testing
     @Test(arguments: [
         (["--system", "http://localhost/"], "atsgate: --system judges TLS servers: give an https:// URL"),
         (["--system", "--policy", "/dev/null", "https://localhost/"], "--system judges a server by Apple's system connection rules"),
-        (["--ct-log-list", "/nonexistent/logs.json", "https://localhost/"], "atsgate: CA file /nonexistent/logs.json: cannot read the CT log list"),
+        (["--ct-log-list", "/nonexistent/logs.json", "https://localhost/"], "atsgate: CT log list /nonexistent/logs.json: cannot read it"),
     ])
     func usageErrorsExitTwo(arguments: [String], message: String) throws {
         let run = try Atsgate.run(["diagnose"] + arguments)
