@@ -44,6 +44,16 @@ enum Lints {
     static let byRule: [LintRule: any LintCheck.Type] = Dictionary(all.map { ($0.rule, $0) }) { first, _ in first }
 }
 
+/// The domain-key rules that report a name key that never matches: the message is the key's, whichever
+/// of its problems names the rule (the first in `checkNameKey`'s order).
+protocol NeverMatchingKeyCheck: LintCheck {
+    var key: NeverMatchingNameKey { get }
+}
+
+extension NeverMatchingKeyCheck {
+    var message: String { key.text }
+}
+
 /// A name key that never matches (R5), taken apart: the one message of the domain-key rules, each of
 /// which reports it under the id of the key's first problem.
 struct NeverMatchingNameKey: Sendable {

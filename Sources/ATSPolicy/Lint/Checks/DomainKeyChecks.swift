@@ -18,7 +18,7 @@ extension Lints {
     }
 
     /// Domain key with a scheme
-    struct DomainKeyScheme: LintCheck {
+    struct DomainKeyScheme: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyScheme
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -26,16 +26,11 @@ extension Lints {
         static let summary = "Keys are exact host names; a key with a scheme never matches."
         static let help = "Remove the scheme (https://)."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with a path
-    struct DomainKeyPath: LintCheck {
+    struct DomainKeyPath: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyPath
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -43,16 +38,11 @@ extension Lints {
         static let summary = "Keys are exact host names; a key with a path never matches."
         static let help = "Remove the path; exceptions apply to the whole host."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with a port
-    struct DomainKeyPort: LintCheck {
+    struct DomainKeyPort: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyPort
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -60,16 +50,11 @@ extension Lints {
         static let summary = "Keys are exact host names; a key with a port never matches."
         static let help = "Remove the port; exceptions apply to every port of the host."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with a wildcard
-    struct DomainKeyWildcard: LintCheck {
+    struct DomainKeyWildcard: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyWildcard
         static let severity = LintSeverity.error
         static let specRules = ["R5", "R7"]
@@ -77,16 +62,11 @@ extension Lints {
         static let summary = "Keys are exact host names; wildcards are not expanded, so the key never matches."
         static let help = "Use the parent domain as the key with NSIncludesSubdomains=YES."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with white space
-    struct DomainKeyWhitespace: LintCheck {
+    struct DomainKeyWhitespace: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyWhitespace
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -94,16 +74,11 @@ extension Lints {
         static let summary = "Keys are exact host names; a key with white space never matches."
         static let help = "Remove the white space."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with uppercase letters
-    struct DomainKeyUppercase: LintCheck {
+    struct DomainKeyUppercase: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyUppercase
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -112,16 +87,11 @@ extension Lints {
             + " with uppercase letters never matches."
         static let help = "Write the key in lowercase."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key that is not a host name
-    struct DomainKeyInvalid: LintCheck {
+    struct DomainKeyInvalid: NeverMatchingKeyCheck {
         static let rule = LintRule.domainKeyInvalid
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -129,12 +99,7 @@ extension Lints {
         static let summary = "The key has characters or labels no host name has, so it never matches."
         static let help = "Write the host name (IDNA xn-- form for non-ASCII names)."
 
-        /// Everything wrong with the key; this rule is the first of its problems (DomainKeyText.problemOrder).
         var key: NeverMatchingNameKey
-
-        var message: String {
-            key.text
-        }
     }
 
     /// Domain key with a trailing dot
