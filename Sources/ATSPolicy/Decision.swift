@@ -18,8 +18,14 @@ public enum BlockReason: String, Sendable, CaseIterable {
     case certificateHostname = "certificate-hostname"
     case certificateKeySize = "certificate-key-size"
     case certificateSignatureHash = "certificate-signature-hash"
+    /// The leaf is valid longer than Apple allows (R15a: 825 days, 398 for publicly trusted leaves).
+    case certificateLifetime = "certificate-lifetime"
+    /// The leaf's extended key usage lacks serverAuth (R15a).
+    case certificateUsage = "certificate-usage"
     case certificatePin = "certificate-pin"
     case certificateTransparency = "certificate-transparency"
+    /// A TLS 1.2 server without the extended master secret (R18, system connections).
+    case extendedMasterSecret = "extended-master-secret"
     case clientNotAllowed = "client-not-allowed"
     case portNotAllowed = "port-not-allowed"
     case authRequired = "auth-required"

@@ -10,6 +10,8 @@
 #include <openssl/pem.h>
 #include <openssl/bio.h>
 #include <openssl/ec.h>
+#include <openssl/ct.h>
+#include <stdio.h>
 
 /* OpenSSL spells these as function-like macros (SSL_ctrl / BIO_ctrl calls, type-checked stack
    wrappers), which Swift cannot import. Each wrapper is the macro, nothing more. */
@@ -65,5 +67,47 @@ static inline GENERAL_NAME *atsgate_general_names_value(const GENERAL_NAMES *nam
     return sk_GENERAL_NAME_value(names, index);
 }
 static inline void atsgate_general_names_free(GENERAL_NAMES *names) { GENERAL_NAMES_free(names); }
+
+
+/* RFC 7627: whether the server agreed to the extended master secret (1), not (0), or unknown (-1). */
+static inline long atsgate_SSL_get_extms_support(SSL *ssl) { return SSL_get_extms_support(ssl); }
+
+/* The extendedKeyUsage OIDs of a certificate in dotted form, written into `out` separated by spaces;
+   returns how many there are, or -1 when the extension is absent. */
+static inline int atsgate_extended_key_usages(X509 *cert, char *out, int size) {
+    int critical = 0;
+    EXTENDED_KEY_USAGE *usages = (EXTENDED_KEY_USAGE *)X509_get_ext_d2i(cert, NID_ext_key_usage, &critical, NULL);
+    if (usages == NULL) { return critical == -1 ? -1 : 0; }
+    int count = sk_ASN1_OBJECT_num(usages);
+    int used = 0;
+    if (size > 0) { out[0] = 0; }
+    for (int i = 0; i < count; i++) {
+        char oid[80];
+        if (OBJ_obj2txt(oid, sizeof oid, sk_ASN1_OBJECT_value(usages, i), 1) <= 0) { continue; }
+        int n = snprintf(out + used, size > used ? (size_t)(size - used) : 0, "%s%s", used ? " " : "", oid);
+        if (n > 0) { used += n; }
+    }
+    EXTENDED_KEY_USAGE_free(usages);
+    return count;
+}
+
+/* SCT lists: the certificate's embedded one (free with atsgate_sct_list_free), and every SCT the peer
+   presented on a connection (embedded, TLS extension, stapled OCSP; owned by the SSL). */
+static inline STACK_OF(SCT) *atsgate_embedded_scts(X509 *cert) {
+    return (STACK_OF(SCT) *)X509_get_ext_d2i(cert, NID_ct_precert_scts, NULL, NULL);
+}
+static inline int atsgate_sct_count(const STACK_OF(SCT) *list) { return list ? sk_SCT_num(list) : 0; }
+static inline SCT *atsgate_sct_value(const STACK_OF(SCT) *list, int index) { return sk_SCT_value(list, index); }
+static inline void atsgate_sct_list_free(STACK_OF(SCT) *list) { SCT_LIST_free(list); }
+
+/* Asks the server for SCTs (the TLS extension and a stapled OCSP response) without letting OpenSSL
+   judge them: the SCTs are counted (and verified) by atsgate's R16 rule after the handshake. */
+static int atsgate_accept_any_scts(const CT_POLICY_EVAL_CTX *ctx, const STACK_OF(SCT) *scts, void *arg) {
+    (void)ctx; (void)scts; (void)arg;
+    return 1;
+}
+static inline int atsgate_SSL_request_scts(SSL *ssl) {
+    return SSL_set_ct_validation_callback(ssl, atsgate_accept_any_scts, NULL);
+}
 
 #endif

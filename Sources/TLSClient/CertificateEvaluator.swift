@@ -3,149 +3,76 @@ import COpenSSL
 import Foundation
 import Glibc
 
-/// Judges a server's certificate chain by ATS's rules (R15) and NSPinnedDomains (R17).
+/// Extracts the facts of a server's certificate chain for ATS's certificate rules (R15, R15a, R16, R17),
+/// and asks the rules (`CertificateRules`, in ATSPolicy) for the verdict.
 ///
-/// OpenSSL only builds and verifies the chain (with its own time check off, so that trust and validity
-/// period are reported separately); every other rule is ours, so a server is judged by ATS and not by
-/// OpenSSL's security level.
+/// OpenSSL only parses, builds and verifies the chain (with its own time check off, so that trust and
+/// validity period are reported separately); every judgement is a rule's, so a server is judged by
+/// ATS and not by OpenSSL's security level.
 public enum CertificateEvaluator {
     /// Evaluates `chain` (DER, leaf first, as the server sent it) for `host` (a name or an IP literal).
     /// Certificates after the leaf serve only as untrusted intermediates; roots come from `store`.
+    /// `transparency` adds R16; `presentedSCTs` are the SCTs the handshake carried besides the embedded
+    /// ones (the TLS extension, a stapled OCSP response).
     public static func evaluate(chain: [[UInt8]], host: String, requirements: Requirements, pin: PinnedDomain?,
-                                store: TrustStore, now: Date = Date()) -> CertificateVerdict {
+                                store: TrustStore, now: Date = Date(), transparency: TransparencyCheck? = nil,
+                                presentedSCTs: [PresentedSCT] = []) -> CertificateVerdict {
+        let rules = CertificateRules(.ats(requirements), pin: pin, now: now,
+                                     transparency: transparency?.rule)
+        return evaluate(chain: chain, host: host, rules: rules, store: store, transparency: transparency,
+                        presentedSCTs: presentedSCTs)
+    }
+
+    /// Evaluates `chain` under an explicit rule set (R18's system connections use `.system`).
+    public static func evaluate(chain: [[UInt8]], host: String, rules: CertificateRules, store: TrustStore,
+                                transparency: TransparencyCheck? = nil,
+                                presentedSCTs: [PresentedSCT] = []) -> CertificateVerdict {
+        let extracted = facts(chain: chain, host: host, store: store, transparency: transparency,
+                              presentedSCTs: presentedSCTs, now: rules.now)
+        return CertificateVerdict(facts: extracted, findings: rules.findings(extracted))
+    }
+
+    /// The facts of `chain` for `host`: what the rules judge, with no judgement made.
+    public static func facts(chain: [[UInt8]], host: String, store: TrustStore, transparency: TransparencyCheck? = nil,
+                             presentedSCTs: [PresentedSCT] = [], now: Date = Date()) -> CertificateChainFacts {
         OpenSSLErrorQueue.clear()
-        let tolerated = !requirements.certificateChecks
-        var findings = Findings(host: host, tolerated: tolerated)
+        defer { OpenSSLErrorQueue.clear() }
         guard let first = chain.first else {
-            findings.add(.certificateUntrusted, "\(host) presented no certificate")
-            return CertificateVerdict(host: host, findings: findings.list, leaf: nil, trusted: false, verifiedChain: [])
+            return CertificateChainFacts(host: host, leaf: nil, leafProblem: "\(host) presented no certificate",
+                                         anchor: .untrusted("no certificate"))
         }
         guard let leaf = X509Certificate(der: first) else {
-            findings.add(.certificateUntrusted, "the certificate \(host) presented is not valid DER X.509")
-            return CertificateVerdict(host: host, findings: findings.list, leaf: nil, trusted: false, verifiedChain: [])
+            return CertificateChainFacts(host: host, leaf: nil,
+                                         leafProblem: "the certificate \(host) presented is not valid DER X.509",
+                                         anchor: .untrusted("not DER"))
         }
         let intermediates = chain.dropFirst().compactMap { X509Certificate(der: $0) }
         let verification = ChainVerification(leaf: leaf, intermediates: intermediates, store: store)
-        let time = time_t(now.timeIntervalSince1970)
-
-        if let problem = verification.failure {
-            findings.add(.certificateUntrusted,
-                         "certificate chain of \(host) does not lead to a trusted root: \(problem)"
-                         + " (leaf \(leaf.subject), issuer \(leaf.issuer)); trust its CA (--ca-file)")
-        }
+        let anchor: TrustAnchor = verification.failure.map(TrustAnchor.untrusted) ?? store.anchor(of: verification.chain)
         // The verified chain when there is one: an expired root the server also sent does not matter if a
         // valid root from the store completes the chain.
-        let dated = verification.chain.isEmpty ? [leaf] + intermediates : verification.chain
-        for (index, certificate) in dated.enumerated() {
-            let which = index == 0 ? "certificate for \(host) (\(leaf.nameSummary))"
-                                   : "\(certificate.isSelfIssued ? "root" : "intermediate") certificate \(certificate.subject)"
-            if let problem = validityProblem(certificate, at: time) {
-                findings.add(.certificateExpired, "\(which) \(problem)")
-            }
+        let datedChain = verification.chain.isEmpty ? [leaf] + intermediates : verification.chain
+        let dated = datedChain.enumerated().map { index, certificate in
+            DatedCertificate(label: index == 0 ? "certificate for \(host) (\(leaf.nameSummary))"
+                                 : "\(certificate.isSelfIssued ? "root" : "intermediate") certificate \(certificate.subject)",
+                             subject: certificate.subject, notBefore: certificate.notBefore, notAfter: certificate.notAfter)
         }
-        if !leaf.matches(host: host) {
-            findings.add(.certificateHostname,
-                         "certificate for \(leaf.nameSummary) does not match host \(host)")
+        let leafFacts = CertificateChainFacts.Leaf(
+            subject: leaf.subject, issuer: leaf.issuer, nameSummary: leaf.nameSummary, key: leaf.publicKey,
+            signatureHash: leaf.signatureHash, signatureAlgorithm: leaf.signatureAlgorithm,
+            notBefore: leaf.notBefore, notAfter: leaf.notAfter, extendedKeyUsages: leaf.extendedKeyUsages,
+            subjectAlternativeNames: leaf.subjectAlternativeNames, matchesHost: leaf.matches(host: host),
+            spkiSHA256: Data(leaf.spkiSHA256))
+        var scts: [SCTFacts] = []
+        if transparency != nil {
+            let issuer = verification.chain.dropFirst().first ?? intermediates.first
+            scts = SCTCollector.collect(leaf: leaf, issuer: issuer, presented: presentedSCTs,
+                                        logs: transparency?.logList, now: now)
         }
-        let key = leaf.publicKey
-        if !keyIsStrongEnough(key) {
-            findings.add(.certificateKeySize,
-                         "certificate for \(host) has a \(key) key; ATS requires RSA of at least 2048 bits"
-                         + " or ECC of at least 256 bits")
-        }
-        if !signatureHashIsStrongEnough(leaf.signatureDigest) {
-            findings.add(.certificateSignatureHash,
-                         "certificate for \(host) is signed with \(leaf.signatureAlgorithm); ATS requires a"
-                         + " SHA-256 or stronger signature hash")
-        }
-        if let pin {
-            for problem in pinProblems(pin, leaf: leaf, verified: verification.chain, host: host) {
-                findings.pin(problem)
-            }
-        }
-        OpenSSLErrorQueue.clear()
-        return CertificateVerdict(host: host, findings: findings.list, leaf: summary(of: leaf),
-                                  trusted: verification.failure == nil,
-                                  verifiedChain: verification.chain.map(\.subject))
-    }
-
-    /// "expired on ..." / "is not valid until ...", or nil within the validity period.
-    private static func validityProblem(_ certificate: X509Certificate, at time: time_t) -> String? {
-        var now = time
-        if X509_cmp_time(X509_get0_notAfter(certificate.pointer), &now) < 0 {
-            return "expired on \(DateText.iso8601(certificate.notAfter))"
-        }
-        if X509_cmp_time(X509_get0_notBefore(certificate.pointer), &now) > 0 {
-            return "is not valid until \(DateText.iso8601(certificate.notBefore))"
-        }
-        return nil
-    }
-
-    /// R15: RSA >= 2048 bits or ECC >= 256 bits; no other key type is named, so none passes.
-    static func keyIsStrongEnough(_ key: PublicKeyFacts) -> Bool {
-        switch key.kind {
-        case .rsa: key.bits >= 2048
-        case .ec: key.bits >= 256
-        case .other: false
-        }
-    }
-
-    /// R15: SHA-256 or stronger. SHA-224, SHA-1, MD5 and schemes without a separate digest fail.
-    static func signatureHashIsStrongEnough(_ digest: Int32) -> Bool {
-        [NID_sha256, NID_sha384, NID_sha512, NID_sha3_256, NID_sha3_384, NID_sha3_512].contains(digest)
-    }
-
-    /// R17: each identity array that is present needs one match; CA identities only count for
-    /// certificates of the verified chain (an attacker can send any CA certificate alongside a leaf).
-    private static func pinProblems(_ pin: PinnedDomain, leaf: X509Certificate, verified: [X509Certificate],
-                                    host: String) -> [String] {
-        var problems: [String] = []
-        let entry = "NSPinnedDomains entry \(pin.key)"
-        if let identities = pin.leafIdentities {
-            let leafHash = Data(leaf.spkiSHA256)
-            if !identities.contains(leafHash) {
-                problems.append("no NSPinnedLeafIdentities value of the \(entry) matches the leaf key of \(host)"
-                                + " (its SPKI-SHA256-BASE64 is \(leafHash.base64EncodedString()))")
-            }
-        }
-        if let identities = pin.caIdentities {
-            let authorities = verified.dropFirst()
-            if authorities.isEmpty {
-                problems.append("no NSPinnedCAIdentities value of the \(entry) can match: the certificate chain of"
-                                + " \(host) does not lead to a trusted root")
-            } else if !authorities.contains(where: { identities.contains(Data($0.spkiSHA256)) }) {
-                let seen = authorities.map { "\($0.subject) \(Data($0.spkiSHA256).base64EncodedString())" }
-                problems.append("no NSPinnedCAIdentities value of the \(entry) matches a CA of the verified chain of"
-                                + " \(host) (CA keys: \(seen.joined(separator: "; ")))")
-            }
-        }
-        return problems
-    }
-
-    private static func summary(of leaf: X509Certificate) -> CertificateSummary {
-        CertificateSummary(subject: leaf.subject, issuer: leaf.issuer, key: leaf.publicKey,
-                           signatureAlgorithm: leaf.signatureAlgorithm, notBefore: leaf.notBefore,
-                           notAfter: leaf.notAfter, subjectAlternativeNames: leaf.subjectAlternativeNames,
-                           spkiSHA256: Data(leaf.spkiSHA256).base64EncodedString())
-    }
-
-    /// Collects findings, marking R15 findings tolerated when the requirements allow cleartext.
-    private struct Findings {
-        let host: String
-        let tolerated: Bool
-        var list: [CertificateFinding] = []
-
-        mutating func add(_ reason: BlockReason, _ problem: String) {
-            let note = tolerated
-                ? " (tolerated: cleartext is allowed for \(host), R15)"
-                : " (ATS rejects it, R15; NSExceptionAllowsInsecureHTTPLoads=YES for \(host) would tolerate it)"
-            list.append(CertificateFinding(reason: reason, message: problem + note, blocking: !tolerated))
-        }
-
-        /// Pins bind even where cleartext is allowed (R17).
-        mutating func pin(_ problem: String) {
-            list.append(CertificateFinding(reason: .certificatePin, message: problem + " (R17)", blocking: true))
-        }
+        return CertificateChainFacts(
+            host: host, leaf: leafFacts, anchor: anchor, dated: dated,
+            authoritySPKIs: verification.chain.dropFirst().map { ($0.subject, Data($0.spkiSHA256)) },
+            scts: scts)
     }
 }
 
@@ -172,6 +99,10 @@ private struct ChainVerification {
             return
         }
         X509_STORE_CTX_set_default(context, "ssl_server")
+        // The leaf's extended key usage is R15a's to judge (Apple accepts anyExtendedKeyUsage, OpenSSL's
+        // ssl_server purpose does not): a clientAuth-only leaf must fail as certificate-usage, not as
+        // an untrusted chain.
+        X509_VERIFY_PARAM_set_purpose(X509_STORE_CTX_get0_param(context), X509_PURPOSE_ANY)
         X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(context), UInt(X509_V_FLAG_NO_CHECK_TIME))
         if X509_verify_cert(context) == 1 {
             if let built = X509_STORE_CTX_get0_chain(context) {

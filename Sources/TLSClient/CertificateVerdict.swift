@@ -1,22 +1,6 @@
 import ATSPolicy
 import Foundation
 
-/// One thing wrong with a server's certificate (R15, R17).
-public struct CertificateFinding: Sendable, Equatable {
-    /// One of the certificate-* codes.
-    public var reason: BlockReason
-    /// Names the host and what is wrong, and what would change the outcome.
-    public var message: String
-    /// false when the requirements tolerate the finding (cleartext allowed, R15); pin failures always block.
-    public var blocking: Bool
-
-    public init(reason: BlockReason, message: String, blocking: Bool) {
-        self.reason = reason
-        self.message = message
-        self.blocking = blocking
-    }
-}
-
 /// The leaf certificate as a person reads it.
 public struct CertificateSummary: Sendable, Equatable {
     /// RFC 2253 order, e.g. "CN=localhost,O=atsgate test".
@@ -31,20 +15,42 @@ public struct CertificateSummary: Sendable, Equatable {
     public var subjectAlternativeNames: [String]
     /// Base64 SHA-256 of the SubjectPublicKeyInfo, as NSPinnedLeafIdentities spells it.
     public var spkiSHA256: String
+    /// The extendedKeyUsage OIDs; nil when the extension is absent.
+    public var extendedKeyUsages: [String]?
 }
 
-/// What the evaluator found for one chain and host.
+/// What the certificate rules found for one chain and host.
 public struct CertificateVerdict: Sendable {
     /// The host the chain was judged for.
     public var host: String
-    /// In check order: trust, validity period, name, key size, signature hash, pins.
+    /// In check order: trust, validity period, names, key size, signature hash, lifetime, usage, CT, pins.
     public var findings: [CertificateFinding]
     /// nil when the server sent no parsable certificate.
     public var leaf: CertificateSummary?
     /// The chain led to a trusted root.
     public var trusted: Bool
+    /// Where the chain ends: the system store, an operator's CA file, or nowhere trusted.
+    public var anchor: TrustAnchor
     /// Subjects of the chain OpenSSL built to a trusted root, leaf first; empty when not trusted.
     public var verifiedChain: [String]
+    /// The facts the rules judged.
+    public var facts: CertificateChainFacts
+
+    public init(facts: CertificateChainFacts, findings: [CertificateFinding]) {
+        self.facts = facts
+        self.findings = findings
+        host = facts.host
+        trusted = facts.anchor.isTrusted
+        anchor = facts.anchor
+        verifiedChain = facts.anchor.isTrusted ? facts.dated.map(\.subject) : []
+        leaf = facts.leaf.map { leaf in
+            CertificateSummary(subject: leaf.subject, issuer: leaf.issuer, key: leaf.key,
+                               signatureAlgorithm: leaf.signatureAlgorithm, notBefore: leaf.notBefore,
+                               notAfter: leaf.notAfter, subjectAlternativeNames: leaf.subjectAlternativeNames,
+                               spkiSHA256: leaf.spkiSHA256.base64EncodedString(),
+                               extendedKeyUsages: leaf.extendedKeyUsages)
+        }
+    }
 
     /// The finding that decides the verdict, if any.
     public var blockingFinding: CertificateFinding? { findings.first(where: \.blocking) }

@@ -24,9 +24,22 @@ public struct NegotiatedSession: Sendable {
     public var cipher: String
     /// The suite's code point (what R14's sets list).
     public var cipherSuite: UInt16?
+    /// The ServerHello agreed to the extended master secret (RFC 7627; R18 on TLS 1.2).
+    public var extendedMasterSecret: Bool = false
     /// DER, leaf first, as the server sent it.
     public var peerChainDER: [[UInt8]]
     public var certificate: CertificateVerdict
+    /// What the handshake rules (R14, or R18 for system connections) found wrong with what was
+    /// negotiated; nil when it meets them.
+    public var handshakeFailure: RuleFailure?
+
+    /// The facts the handshake rules judge.
+    public func handshakeFacts(host: String) -> HandshakeFacts? {
+        guard let cipherSuite, let version = tlsVersion else { return nil }
+        return HandshakeFacts(version: version.wireValue, cipherSuite: cipherSuite,
+                              extendedMasterSecret: extendedMasterSecret, host: host,
+                              versionName: protocolVersion, suiteName: cipher)
+    }
 }
 
 /// Why a probe did not complete a handshake under the requirements.
@@ -51,11 +64,14 @@ public struct ProbeFailure: Error, Sendable, CustomStringConvertible {
     /// What a handshake with no restriction negotiated, when one was made to explain the failure; its
     /// certificate is judged under the probe's requirements all the same.
     public var unrestricted: NegotiatedSession?
+    /// The rule that decided, for the ATS reasons (R14, or R18 for system connections).
+    public var rule: RuleID?
 
-    public init(code: Code, message: String, unrestricted: NegotiatedSession? = nil) {
+    public init(code: Code, message: String, unrestricted: NegotiatedSession? = nil, rule: RuleID? = nil) {
         self.code = code
         self.message = message
         self.unrestricted = unrestricted
+        self.rule = rule
     }
 
     /// The ATS reason, for `tls-version` and `cipher-suite`.
@@ -75,13 +91,22 @@ public struct ProbeResult: Sendable {
     /// Set when it did not.
     public var failure: ProbeFailure?
 
-    /// The code that fails the probe: the handshake failure's, else the blocking certificate finding's.
+    /// The code that fails the probe: the handshake failure's, else what the handshake rules found in
+    /// the negotiated session (R18's extended master secret), else the blocking certificate finding's.
     public var failureReason: String? {
-        failure?.code.rawValue ?? session?.certificate.blockingFinding?.reason.rawValue
+        failure?.code.rawValue ?? session?.handshakeFailure?.reason.rawValue
+            ?? session?.certificate.blockingFinding?.reason.rawValue
     }
 
     public var failureMessage: String? {
-        failure?.message ?? session?.certificate.blockingFinding?.message
+        failure?.message ?? session?.handshakeFailure?.message ?? session?.certificate.blockingFinding?.message
+    }
+
+    /// The rule that decided a failure (R14, R15, R15a, R16, R17, R18); nil when the probe passed or
+    /// failed for a reason no rule names (unreachable, a handshake error).
+    public var rule: RuleID? {
+        if let failure { return failure.rule }
+        return session?.handshakeFailure?.rule ?? session?.certificate.blockingFinding?.rule
     }
 
     /// The handshake completed and nothing the requirements enforce failed.

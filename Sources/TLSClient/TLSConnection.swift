@@ -21,7 +21,9 @@ public final class TLSConnection {
     private(set) var failureReasons: [Int32] = []
 
     /// Sets up TLS on `fd`. `serverName` is sent as SNI (never an IP literal: RFC 6066 forbids it).
-    public init(fd: Int32, serverName: String?, requirements: Requirements, store: TrustStore) throws(TLSSetupError) {
+    /// `requestSCTs` asks the server for SCTs (TLS extension, stapled OCSP) for R16.
+    public init(fd: Int32, serverName: String?, requirements: Requirements, store: TrustStore,
+                requestSCTs: Bool = false) throws(TLSSetupError) {
         context = try TLSContext.shared(for: requirements)
         OpenSSLErrorQueue.clear()
         guard let ssl = SSL_new(context.pointer) else {
@@ -40,6 +42,9 @@ public final class TLSConnection {
         }
         if let sni, atsgate_SSL_set_tlsext_host_name(ssl, sni) != 1 {
             throw TLSSetupError("cannot send server name \(sni): \(OpenSSLErrorQueue.drain().text)")
+        }
+        if requestSCTs, atsgate_SSL_request_scts(ssl) != 1 {
+            throw TLSSetupError("cannot request SCTs: \(OpenSSLErrorQueue.drain().text)")
         }
         SSL_set_connect_state(ssl)
     }
@@ -108,6 +113,42 @@ public final class TLSConnection {
         return SSL_CIPHER_get_protocol_id(cipher)
     }
 
+    /// The server agreed to the extended master secret (RFC 7627) in its ServerHello; meaningful for
+    /// TLS 1.2 and below (R18).
+    public var extendedMasterSecret: Bool {
+        SSL_is_init_finished(ssl) == 1 && atsgate_SSL_get_extms_support(ssl) == 1
+    }
+
+    /// What the handshake settled, as the handshake rules (R14, R18) read it; nil before it is done.
+    public func handshakeFacts(host: String) -> HandshakeFacts? {
+        guard SSL_is_init_finished(ssl) == 1, let suite = cipherSuite else { return nil }
+        return HandshakeFacts(version: UInt16(truncatingIfNeeded: SSL_version(ssl)), cipherSuite: suite,
+                              extendedMasterSecret: extendedMasterSecret, host: host,
+                              versionName: negotiatedVersion, suiteName: cipherName)
+    }
+
+    /// The SCTs the server sent in the TLS extension or a stapled OCSP response (R16); the embedded
+    /// ones are read from the certificate itself.
+    public var presentedSCTs: [PresentedSCT] {
+        guard let list = SSL_get0_peer_scts(ssl) else {
+            OpenSSLErrorQueue.clear()
+            return []
+        }
+        var result: [PresentedSCT] = []
+        for index in 0..<atsgate_sct_count(list) {
+            guard let sct = atsgate_sct_value(list, index) else { continue }
+            let source = SCTReader.source(sct)
+            guard source != .embedded else { continue }
+            var bytes: UnsafeMutablePointer<UInt8>?
+            let length = i2o_SCT(sct, &bytes)
+            guard length > 0, let bytes else { continue }
+            result.append(PresentedSCT(source: source, bytes: Array(UnsafeBufferPointer(start: bytes, count: Int(length)))))
+            CRYPTO_free(bytes, #fileID, #line)
+        }
+        OpenSSLErrorQueue.clear()
+        return result
+    }
+
     /// The certificates the server sent, DER, leaf first, as they came on the wire.
     public var peerChainDER: [[UInt8]] {
         guard let chain = SSL_get_peer_cert_chain(ssl) else { return [] }
@@ -116,10 +157,21 @@ public final class TLSConnection {
         }
     }
 
-    /// Judges the server's chain for `host` under this connection's requirements (R15, R17).
-    public func evaluatePeer(host: String, pin: PinnedDomain?, now: Date = Date()) -> CertificateVerdict {
+    /// Judges the server's chain for `host` under this connection's requirements (R15, R15a, R17, and R16
+    /// when `transparency` is given).
+    public func evaluatePeer(host: String, pin: PinnedDomain?, now: Date = Date(),
+                             transparency: TransparencyCheck? = nil) -> CertificateVerdict {
         CertificateEvaluator.evaluate(chain: peerChainDER, host: host, requirements: requirements, pin: pin,
-                                      store: store, now: now)
+                                      store: store, now: now, transparency: transparency,
+                                      presentedSCTs: transparency == nil ? [] : presentedSCTs)
+    }
+
+    /// Judges the server's chain under an explicit rule set (R18's system connections).
+    public func evaluatePeer(host: String, rules: CertificateRules,
+                             transparency: TransparencyCheck? = nil) -> CertificateVerdict {
+        CertificateEvaluator.evaluate(chain: peerChainDER, host: host, rules: rules, store: store,
+                                      transparency: transparency,
+                                      presentedSCTs: transparency == nil ? [] : presentedSCTs)
     }
 
     private func outcome(of result: Int32, during step: String) -> TLSIOResult {

@@ -11,10 +11,27 @@ public struct TLSProbe: Sendable {
     public var store: TrustStore
     /// Seconds allowed for the connect, and again for the handshake.
     public var timeout: Double
+    /// R16, when the operator asked for it.
+    public var transparency: TransparencyCheck?
 
-    public init(store: TrustStore, timeout: Double = 10) {
+    public init(store: TrustStore, timeout: Double = 10, transparency: TransparencyCheck? = nil) {
         self.store = store
         self.timeout = timeout
+        self.transparency = transparency
+    }
+
+    /// Which rules judge the handshake.
+    enum Judge {
+        /// An app's ATS requirements (R14-R17).
+        case ats(pin: PinnedDomain?)
+        /// Apple's system connections (R18): full ATS plus the extended master secret.
+        case system
+    }
+
+    /// Judges a server as Apple's system connections do (R18): TLS 1.2 or later, forward secrecy, the
+    /// extended master secret on TLS 1.2, and certificates as R15/R15a with no tolerance.
+    public func probeSystem(_ target: ProbeTarget, now: Date = Date()) -> ProbeResult {
+        run(target, requirements: SystemConnectionRule.requirements, judge: .system, now: now)
     }
 
     /// Connects to the target's first reachable address and handshakes offering exactly what
@@ -24,6 +41,10 @@ public struct TLSProbe: Sendable {
     /// restriction learns what the server does speak, so the failure names it ("speaks at most TLSv1.0").
     public func probe(_ target: ProbeTarget, requirements: Requirements, pin: PinnedDomain? = nil,
                       now: Date = Date()) -> ProbeResult {
+        run(target, requirements: requirements, judge: .ats(pin: pin), now: now)
+    }
+
+    private func run(_ target: ProbeTarget, requirements: Requirements, judge: Judge, now: Date) -> ProbeResult {
         var result = ProbeResult(target: target, requirements: requirements)
         let addresses: [String]
         if target.addresses.isEmpty {
@@ -38,7 +59,7 @@ public struct TLSProbe: Sendable {
         }
         var lastFailure = ProbeFailure(code: .unreachable, message: "no address to connect to for \(target.host)")
         for address in addresses {
-            switch attempt(address: address, target: target, requirements: requirements, pin: pin, now: now) {
+            switch attempt(address: address, target: target, requirements: requirements, judge: judge, now: now) {
             case .connectFailed(let failure):
                 lastFailure = failure
                 continue
@@ -48,7 +69,7 @@ public struct TLSProbe: Sendable {
             case .handshakeFailed(let failure):
                 result.address = address
                 result.failure = explain(failure, address: address, target: target, requirements: requirements,
-                                         pin: pin, now: now)
+                                         judge: judge, now: now)
             }
             return result
         }
@@ -68,7 +89,7 @@ public struct TLSProbe: Sendable {
         var reasons: [Int32]
     }
 
-    private func attempt(address: String, target: ProbeTarget, requirements: Requirements, pin: PinnedDomain?,
+    private func attempt(address: String, target: ProbeTarget, requirements: Requirements, judge: Judge,
                          now: Date) -> Attempt {
         let fd: Int32
         switch SocketConnector.connect(address: address, port: target.port, timeout: timeout) {
@@ -78,7 +99,8 @@ public struct TLSProbe: Sendable {
         defer { close(fd) }
         let connection: TLSConnection
         do {
-            connection = try TLSConnection(fd: fd, serverName: target.host, requirements: requirements, store: store)
+            connection = try TLSConnection(fd: fd, serverName: target.host, requirements: requirements, store: store,
+                                           requestSCTs: transparency != nil)
         } catch {
             return .handshakeFailed(HandshakeFailure(failure: ProbeFailure(code: .handshake, message: error.description),
                                                      reasons: []))
@@ -89,13 +111,30 @@ public struct TLSProbe: Sendable {
             let events: Int16
             switch step {
             case .done:
+                let facts = connection.handshakeFacts(host: target.host)
+                let certificate: CertificateVerdict
+                let handshakeFailure: RuleFailure?
+                switch judge {
+                case .ats(let pin):
+                    certificate = connection.evaluatePeer(host: target.host, pin: pin, now: now,
+                                                          transparency: transparency)
+                    handshakeFailure = facts.flatMap { requirements.handshakeRules.evaluate($0).failure }
+                case .system:
+                    certificate = connection.evaluatePeer(host: target.host,
+                                                          rules: CertificateRules(.system, now: now,
+                                                                                  transparency: transparency?.rule),
+                                                          transparency: transparency)
+                    handshakeFailure = facts.flatMap { SystemConnectionRule().evaluate($0).failure }
+                }
                 let session = NegotiatedSession(
                     protocolVersion: connection.negotiatedVersion ?? "unknown",
                     tlsVersion: connection.negotiatedTLSVersion,
                     cipher: connection.cipherName ?? "unknown",
                     cipherSuite: connection.cipherSuite,
+                    extendedMasterSecret: connection.extendedMasterSecret,
                     peerChainDER: connection.peerChainDER,
-                    certificate: connection.evaluatePeer(host: target.host, pin: pin, now: now))
+                    certificate: certificate,
+                    handshakeFailure: handshakeFailure)
                 connection.shutdown()
                 return .negotiated(session)
             case .wantRead: events = Int16(POLLIN)
@@ -122,49 +161,63 @@ public struct TLSProbe: Sendable {
         }
     }
 
-    /// Turns a failed handshake into tls-version, cipher-suite or a plain handshake failure.
+    /// Turns a failed handshake into tls-version, cipher-suite or a plain handshake failure: a second
+    /// handshake offering everything learns what the server speaks, and the handshake rules (R14, or
+    /// R18 for system connections) say what is wrong with it, in their words.
     private func explain(_ first: HandshakeFailure, address: String, target: ProbeTarget,
-                         requirements: Requirements, pin: PinnedDomain?, now: Date) -> ProbeFailure {
+                         requirements: Requirements, judge: Judge, now: Date) -> ProbeFailure {
         if first.failure.code == .timeout { return first.failure }
         let host = target.host
         let restricts = requirements.minimumTLSVersion != nil || requirements.cipherPolicy != .any
         if restricts,
-           case .negotiated(var open) = attempt(address: address, target: target, requirements: .none, pin: nil, now: now) {
-            // The certificate is the same whatever the handshake offered: judge it by the real requirements.
-            open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
-                                                             requirements: requirements, pin: pin, store: store, now: now)
-            if let minimum = requirements.minimumTLSVersion, let spoken = open.tlsVersion, spoken < minimum {
-                return ProbeFailure(code: .tlsVersion,
-                                    message: "\(host) speaks at most \(spoken.rawValue); the requirements need"
-                                        + " \(minimum.rawValue) or later (NSExceptionMinimumTLSVersion=\(spoken.rawValue)"
-                                        + " for \(host) would allow it)",
-                                    unrestricted: open)
+           case .negotiated(var open) = attempt(address: address, target: target, requirements: .none,
+                                                judge: .ats(pin: nil), now: now) {
+            // The certificate is the same whatever the handshake offered: judge it by the real rules.
+            switch judge {
+            case .ats(let pin):
+                open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
+                                                                 requirements: requirements, pin: pin, store: store,
+                                                                 now: now)
+            case .system:
+                open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
+                                                                 rules: CertificateRules(.system, now: now), store: store)
             }
-            if let suite = open.cipherSuite, let version = open.tlsVersion,
-               !requirements.cipherPolicy.allows(suite: suite, version: version.wireValue) {
-                let hint = requirements.forwardSecrecy
-                    ? " (NSExceptionRequiresForwardSecrecy=NO for \(host) would allow the TLS_RSA suites)"
-                    : " (NSExceptionAllowsInsecureHTTPLoads=YES for \(host) lifts the restriction)"
+            let facts = open.handshakeFacts(host: host)
+            let failure: RuleFailure? = switch judge {
+            case .ats: facts.flatMap { requirements.handshakeRules.evaluate($0).failure }
+            case .system: facts.flatMap { SystemConnectionRule().evaluate($0).failure }
+            }
+            open.handshakeFailure = failure
+            if let failure, failure.reason == .tlsVersion, let minimum = requirements.minimumTLSVersion {
+                return ProbeFailure(code: .tlsVersion,
+                                    message: "\(host) speaks at most \(open.protocolVersion); the requirements need"
+                                        + " \(minimum.rawValue) or later. Offered every version, the \(failure.message)",
+                                    unrestricted: open, rule: failure.rule)
+            }
+            if let failure, failure.reason == .cipherSuite {
                 return ProbeFailure(code: .cipherSuite,
-                                    message: "\(host) has no cipher suite in common with the allowed set: ATS needs"
-                                        + " \(CipherSuites.describe(requirements.cipherPolicy)) (R14), and offered"
-                                        + " everything, \(host) chose \(open.cipher) under \(open.protocolVersion)" + hint,
-                                    unrestricted: open)
+                                    message: "\(host) has no cipher suite in common with the allowed set"
+                                        + " (\(CipherSuites.describe(requirements.cipherPolicy))). Offered every suite,"
+                                        + " the \(failure.message)",
+                                    unrestricted: open, rule: failure.rule)
             }
             // The server speaks something allowed, so the first failure was not about versions or suites.
             return ProbeFailure(code: .handshake, message: first.failure.message, unrestricted: open)
         }
+        let rule: RuleID = if case .system = judge { .r18 } else { .r14 }
         let versionReasons = [SSL_R_UNSUPPORTED_PROTOCOL, SSL_R_TLSV1_ALERT_PROTOCOL_VERSION, SSL_R_VERSION_TOO_LOW,
                               SSL_R_WRONG_SSL_VERSION, SSL_R_NO_PROTOCOLS_AVAILABLE, SSL_R_UNSUPPORTED_SSL_VERSION]
         let cipherReasons = [SSL_R_NO_SHARED_CIPHER, SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE, SSL_R_NO_CIPHERS_AVAILABLE,
                              SSL_R_TLSV1_ALERT_INSUFFICIENT_SECURITY]
         if restricts, first.reasons.contains(where: versionReasons.contains) {
             return ProbeFailure(code: .tlsVersion, message: first.failure.message
-                                + " (the requirements need \(requirements.minimumTLSVersion?.rawValue ?? "TLSv1.0") or later)")
+                                + " (the requirements need \(requirements.minimumTLSVersion?.rawValue ?? "TLSv1.0") or later)",
+                                rule: rule)
         }
         if restricts, first.reasons.contains(where: cipherReasons.contains) {
             return ProbeFailure(code: .cipherSuite, message: first.failure.message
-                                + " (ATS needs \(CipherSuites.describe(requirements.cipherPolicy)), R14)")
+                                + " (ATS needs \(CipherSuites.describe(requirements.cipherPolicy)), \(rule.rawValue))",
+                                rule: rule)
         }
         return first.failure
     }

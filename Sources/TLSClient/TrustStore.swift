@@ -1,3 +1,4 @@
+import ATSPolicy
 import COpenSSL
 import Foundation
 
@@ -12,27 +13,45 @@ public final class TrustStore: @unchecked Sendable {
     public let caFiles: [String]
     /// How many certificates the CA files held.
     public let extraCertificateCount: Int
+    /// DER of every certificate the CA files held: a chain that ends at one of them ends at an
+    /// operator's root, not the system store's (R15a's 398-day rule and R16 apply to the latter only).
+    private let operatorCertificates: Set<[UInt8]>
 
     /// The system store, plus every certificate of each PEM file in `caFiles`.
     /// Throws when a file cannot be read or holds no certificate, naming the file.
-    public init(caFiles: [String] = []) throws(TrustStoreError) {
+    ///
+    /// `systemRoots` replaces the system store (OpenSSL's default paths, which `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR` also move) with PEM files: tests use it for a "publicly trusted" test root.
+    public init(caFiles: [String] = [], systemRoots: [String]? = nil) throws(TrustStoreError) {
         guard let store = X509_STORE_new() else { throw TrustStoreError(file: nil, problem: "out of memory") }
         pointer = store
         self.caFiles = caFiles
         OpenSSLErrorQueue.clear()
-        // A missing system bundle is not an error: the CA files may be all the operator trusts.
-        X509_STORE_set_default_paths(store)
+        if let systemRoots {
+            for file in systemRoots { _ = try Self.addCertificates(from: file, to: store) }
+        } else {
+            // A missing system bundle is not an error: the CA files may be all the operator trusts.
+            X509_STORE_set_default_paths(store)
+        }
         OpenSSLErrorQueue.clear()
-        var added = 0
+        var added: [[UInt8]] = []
         for file in caFiles {
             added += try Self.addCertificates(from: file, to: store)
         }
-        extraCertificateCount = added
+        extraCertificateCount = added.count
+        operatorCertificates = Set(added)
+    }
+
+    /// Where a verified chain (leaf first) ends: an operator's CA file or the system store.
+    func anchor(of chain: [X509Certificate]) -> TrustAnchor {
+        guard let root = chain.last else { return .untrusted("no chain") }
+        return operatorCertificates.contains(root.der) ? .operator : .system
     }
 
     deinit { X509_STORE_free(pointer) }
 
-    private static func addCertificates(from file: String, to store: OpaquePointer) throws(TrustStoreError) -> Int {
+    /// Adds each certificate of a PEM file and returns their DER.
+    private static func addCertificates(from file: String, to store: OpaquePointer) throws(TrustStoreError) -> [[UInt8]] {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
             throw TrustStoreError(file: file, problem: "no such file")
@@ -46,27 +65,27 @@ public final class TrustStore: @unchecked Sendable {
             throw TrustStoreError(file: file, problem: "cannot read it: "
                                   + (code != 0 ? String(cString: strerror(code)) : error.localizedDescription))
         }
-        let result: Result<Int, TrustStoreError> = data.withUnsafeBytes { bytes in
+        let result: Result<[[UInt8]], TrustStoreError> = data.withUnsafeBytes { bytes in
             guard let bio = MemoryBIO(reading: bytes) else {
                 return .failure(TrustStoreError(file: file, problem: "out of memory"))
             }
-            var count = 0
+            var added: [[UInt8]] = []
             while let certificate = PEM_read_bio_X509(bio.pointer, nil, nil, nil) {
                 let owned = X509Certificate(taking: certificate)
                 // A certificate listed twice (in the system store and the file) is fine.
                 X509_STORE_add_cert(store, owned.pointer)
                 OpenSSLErrorQueue.clear()
-                count += 1
+                added.append(owned.der)
             }
             // The loop ends on "no start line" at the end of the file: that is not an error.
             OpenSSLErrorQueue.clear()
-            return .success(count)
+            return .success(added)
         }
-        let count = try result.get()
-        guard count > 0 else {
+        let added = try result.get()
+        guard !added.isEmpty else {
             throw TrustStoreError(file: file, problem: "holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)")
         }
-        return count
+        return added
     }
 }
 

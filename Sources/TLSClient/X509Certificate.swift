@@ -99,6 +99,41 @@ final class X509Certificate: @unchecked Sendable {
         return digest
     }
 
+    /// The digest as R15 judges it.
+    var signatureHash: SignatureHash {
+        switch signatureDigest {
+        case NID_sha256: .sha256
+        case NID_sha384: .sha384
+        case NID_sha512: .sha512
+        case NID_sha3_256: .sha3_256
+        case NID_sha3_384: .sha3_384
+        case NID_sha3_512: .sha3_512
+        case NID_sha224: .sha224
+        case NID_sha1: .sha1
+        case NID_md5: .md5
+        default: .none
+        }
+    }
+
+    /// The extendedKeyUsage OIDs in dotted form; nil when the extension is absent (R15a).
+    var extendedKeyUsages: [String]? {
+        var text = [CChar](repeating: 0, count: 2048)
+        let count = atsgate_extended_key_usages(pointer, &text, Int32(text.count))
+        OpenSSLErrorQueue.clear()
+        guard count >= 0 else { return nil }
+        return String(nulTerminated: text).split(separator: " ").map(String.init)
+    }
+
+    /// The log ids of the SCTs embedded in the certificate (R16).
+    var embeddedSCTLogIDs: [[UInt8]] {
+        guard let list = atsgate_embedded_scts(pointer) else {
+            OpenSSLErrorQueue.clear()
+            return []
+        }
+        defer { atsgate_sct_list_free(list) }
+        return (0..<atsgate_sct_count(list)).compactMap { atsgate_sct_value(list, $0).flatMap(SCTReader.logID) }
+    }
+
     /// DNS names and IP addresses of the subjectAltName extension, in certificate order.
     var subjectAlternativeNames: [String] {
         guard let names = atsgate_subject_alt_names(pointer) else {
@@ -186,28 +221,6 @@ final class X509Certificate: @unchecked Sendable {
         case 4: return IPAddress.v4(bytes.reduce(0) { $0 << 8 | UInt32($1) }).description
         case 16: return IPAddress.v6(bytes.reduce(0) { $0 << 8 | UInt128($1) }).description
         default: return nil
-        }
-    }
-}
-
-/// A certificate's public key: algorithm and size.
-public struct PublicKeyFacts: Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: Sendable, Equatable {
-        case rsa
-        /// An elliptic-curve key on the named curve ("P-256").
-        case ec(curve: String)
-        case other(String)
-    }
-
-    public var kind: Kind
-    public var bits: Int
-
-    /// "RSA-2048", "EC-P-256", "ED25519-256".
-    public var description: String {
-        switch kind {
-        case .rsa: "RSA-\(bits)"
-        case .ec(let curve): "EC-\(curve)"
-        case .other(let name): "\(name)-\(bits)"
         }
     }
 }

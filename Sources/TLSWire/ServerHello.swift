@@ -20,6 +20,11 @@ public struct ServerHello: Sendable, Equatable {
     public var selectedVersion: UInt16?
     /// The ALPN protocol the server selected, or nil.
     public var alpnProtocol: String?
+    /// The extended_master_secret extension was present (RFC 7627; R18 requires it on TLS 1.2).
+    public var extendedMasterSecret: Bool { extensionTypes.contains(TLSExtensionType.extendedMasterSecret) }
+    /// The serialized SCTs of the signed_certificate_timestamp extension (RFC 6962 section 3.3), each
+    /// as TLSClient's `PresentedSCT` takes it; empty without the extension.
+    public var signedCertificateTimestamps: [[UInt8]]
 
     /// The version the server chose: selected_version when present (TLS 1.3), else legacy_version.
     public var negotiatedVersion: UInt16 { selectedVersion ?? legacyVersion }
@@ -47,6 +52,7 @@ public struct ServerHello: Sendable, Equatable {
         extensionTypes = extensions.types
         selectedVersion = nil
         alpnProtocol = nil
+        signedCertificateTimestamps = []
         if var data = extensions.data(TLSExtensionType.supportedVersions) {
             selectedVersion = try data.uint16("supported_versions selected_version")
             try data.expectEnd("supported_versions")
@@ -57,6 +63,14 @@ public struct ServerHello: Sendable, Equatable {
                 throw cursor.failure("ALPN selects \(names.count) protocols, not one")
             }
             alpnProtocol = names[0]
+        }
+        if var data = extensions.data(TLSExtensionType.signedCertificateTimestamp) {
+            // SignedCertificateTimestampList: a 16-bit list of 16-bit-length SCTs, none empty.
+            var list = try data.vector(lengthBytes: 2, "signed_certificate_timestamp list", range: 1...0xFFFF)
+            try data.expectEnd("signed_certificate_timestamp")
+            while !list.isAtEnd {
+                signedCertificateTimestamps.append(try list.vector(lengthBytes: 2, "SCT", range: 1...0xFFFF).rest())
+            }
         }
     }
 

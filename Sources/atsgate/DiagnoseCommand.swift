@@ -25,8 +25,24 @@ struct DiagnoseCommand: ParsableCommand {
             Under --policy with --cleartext upgrade or redirect, the App policy test follows the load to \
             https (port 443 for port 80) and probes it there.
 
-            Exit status: 0 when the default ATS configuration passes, 1 when it fails, 2 on a usage error \
-            (bad URL, unreadable --ca-file or --policy).
+            With --system, the server is judged instead by Apple's requirements for system connections \
+            (MDM, declarative device management, automated enrollment, profile and app installation, \
+            software update; ATS-SPEC R18): TLS 1.2 or later, a forward-secrecy suite, certificates as \
+            R15/R15a with nothing tolerated, and on TLS 1.2 the extended master secret (RFC 7627) in the \
+            ServerHello (reason extended-master-secret). No ATS key changes these.
+
+            --certificate-transparency adds R16 for leaves that chain to the system store and were issued \
+            after 2018-10-15: SCTs from distinct logs (embedded, TLS extension, stapled OCSP) against \
+            Apple's thresholds (2 for a lifetime up to 180 days, 3 above). WITHOUT --ct-log-list THE SCTs \
+            ARE COUNTED, NOT VERIFIED: a forged SCT counts. With --ct-log-list FILE (Apple's log list JSON) \
+            each SCT's log must be listed and its signature must verify.
+
+            Each failure names the rule that decided it (R14 version and suite, R15/R15a certificate, \
+            R16 CT, R17 pins, R18 system connections; R7-R12 for the app policy's lookup).
+
+            Exit status: 0 when the default ATS configuration (with --system: the system connection \
+            test) passes, 1 when it fails, 2 on a usage error (bad URL, unreadable --ca-file, --policy or \
+            --ct-log-list).
             """
     )
 
@@ -51,11 +67,27 @@ struct DiagnoseCommand: ParsableCommand {
                                             valueName: "seconds"))
     var timeout = 10.0
 
+    @Flag(name: .long, help: "Judge the server by Apple's requirements for system connections (R18) instead of the ATS matrix.")
+    var system = false
+
+    @Flag(name: .long, help: """
+        Check Certificate Transparency (R16) for publicly trusted leaves. Without --ct-log-list the SCTs are \
+        counted, not verified.
+        """)
+    var certificateTransparency = false
+
+    @Option(name: .long, help: ArgumentHelp("Apple's CT log list (JSON): verify each SCT's log and signature (implies --certificate-transparency).",
+                                            valueName: "file"))
+    var ctLogList: String?
+
     @Argument(help: ArgumentHelp("The URL to diagnose (https:// or http://).", valueName: "url"))
     var url: String
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        if system, options.policy != nil {
+            throw ValidationError("--system judges a server by Apple's system connection rules, not an app policy: drop --policy")
+        }
     }
 
     func run() throws {
@@ -71,6 +103,19 @@ struct DiagnoseCommand: ParsableCommand {
         } catch {
             throw CommandFailure(message: error.description)
         }
+        var transparency: TransparencyCheck?
+        if let ctLogList {
+            do {
+                transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
+            } catch {
+                throw CommandFailure(message: error.description)
+            }
+        } else if certificateTransparency {
+            transparency = TransparencyCheck()
+        }
+        if system, destination.scheme == .http {
+            throw CommandFailure(message: "--system judges TLS servers: give an https:// URL, not \(url)")
+        }
         let pins = try RunCommand.pins(resolve)
         let engine: DecisionEngine? = options.policy == nil
             ? nil : DecisionEngine(policy: try options.loadPolicy(), options: options.engineOptions)
@@ -78,13 +123,19 @@ struct DiagnoseCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
 
         var diagnosis = Diagnosis(destination: destination, addresses: addresses(for: destination.host, pins: pins),
-                                  probe: TLSProbe(store: store, timeout: timeout))
-        var outcomes = DiagnoseConfiguration.matrix(host: destination.host.description).map { diagnosis.run($0) }
-        if let engine {
-            outcomes.append(diagnosis.runAppPolicy(engine.decide(destination, context: context)))
+                                  probe: TLSProbe(store: store, timeout: timeout, transparency: transparency))
+        var outcomes: [DiagnoseOutcome]
+        if system {
+            outcomes = [diagnosis.runSystem()]
+        } else {
+            outcomes = DiagnoseConfiguration.matrix(host: destination.host.description).map { diagnosis.run($0) }
+            if let engine {
+                outcomes.append(diagnosis.runAppPolicy(engine.decide(destination, context: context)))
+            }
         }
         let report = DiagnoseReport(url: url, destination: destination, outcomes: outcomes,
-                                    caFiles: caFile, pinnedAddresses: diagnosis.addresses)
+                                    caFiles: caFile, pinnedAddresses: diagnosis.addresses, system: system,
+                                    transparency: transparency.map { $0.logList == nil ? "counted" : "verified" })
         let output = format == .json ? report.jsonLines : report.text
         FileHandle.standardOutput.write(Data(output.utf8))
         if !outcomes[0].passed { throw ExitCode(1) }
@@ -119,6 +170,11 @@ struct Diagnosis {
                                       dictionaryJSON: configuration.dictionaryJSON)
         if destination.scheme == .http {
             outcome.judgeCleartext(host: destination.host.description)
+            // The exception entry decides cleartext (R10); without one, ATS's defaults or
+            // NSAllowsArbitraryLoads do (R12).
+            if !outcome.passed {
+                if case .exception = configuration.dictionary { outcome.rule = "R10" } else { outcome.rule = "R12" }
+            }
         } else {
             outcome.record(probe(configuration.requirements, pin: nil, port: destination.port))
         }
@@ -136,6 +192,7 @@ struct Diagnosis {
             outcome.passed = false
             outcome.reason = decision.reason?.rawValue
             outcome.message = decision.message
+            outcome.rule = decision.rule
         case (.allow, .http):
             outcome.passed = true
         case (.upgrade, .http):
@@ -145,6 +202,17 @@ struct Diagnosis {
         case (_, .https):
             outcome.record(probe(decision.requirements, pin: decision.pin, port: destination.port))
         }
+        return outcome
+    }
+
+    /// Apple's system connections (R18): one handshake offering what full ATS allows, judged by R18.
+    mutating func runSystem() -> DiagnoseOutcome {
+        var outcome = DiagnoseOutcome(section: "Apple system connections (R18)", name: "System Connection",
+                                      requirements: SystemConnectionRule.requirements)
+        outcome.note = "MDM, declarative device management, automated enrollment, profile and app installation,"
+            + " software update (Apple support article 126655)"
+        let target = ProbeTarget(host: destination.host.description, port: destination.port, addresses: addresses)
+        outcome.record(probe.probeSystem(target))
         return outcome
     }
 
@@ -168,6 +236,8 @@ struct DiagnoseOutcome {
     var passed = false
     var reason: String?
     var message: String?
+    /// The ATS-SPEC rule that decided a failure (R14-R18, or R7-R12 for the policy lookup).
+    var rule: String?
     /// The handshake, when the test made one.
     var probe: ProbeResult?
     /// Context for a person: the app policy's decision, or why no network was used.
@@ -178,6 +248,7 @@ struct DiagnoseOutcome {
         passed = result.passed
         reason = result.failureReason
         message = result.failureMessage
+        rule = result.rule?.rawValue
     }
 
     /// An http:// URL: cleartext passes exactly where the configuration allows it, without network.

@@ -9,15 +9,30 @@ struct DiagnoseReport {
     let caFiles: [String]
     /// The addresses --resolve pinned (or the IP literal); empty when the name was resolved.
     let pinnedAddresses: [String]
+    /// `--system`: one test by Apple's system connection rules (R18) instead of the ATS matrix.
+    var system = false
+    /// R16: nil when off, "counted" without a log list, "verified" with one.
+    var transparency: String?
 
     private static let rule = String(repeating: "=", count: 80)
 
     var text: String {
-        var out = "Starting ATS Diagnostics\n\n"
+        var out = system ? "Starting System Connection Diagnostics\n\n" : "Starting ATS Diagnostics\n\n"
         let scheme = destination.scheme == .https ? "HTTPS" : "HTTP"
-        out += "Configuring ATS Info.plist keys and displaying the result of \(scheme) loads to \(url).\n"
-        out += "A test will \"PASS\" if the handshake and the certificate satisfy the configuration"
-            + " (ATS-SPEC R13-R17), and \"FAIL\" otherwise, with the reason code.\n"
+        if system {
+            out += "Judging \(url) by Apple's requirements for system connections (ATS-SPEC R18): TLS 1.2 or"
+                + " later, a forward-secrecy cipher suite, certificates as R15/R15a, and on TLS 1.2 the extended"
+                + " master secret (RFC 7627).\n"
+        } else {
+            out += "Configuring ATS Info.plist keys and displaying the result of \(scheme) loads to \(url).\n"
+            out += "A test will \"PASS\" if the handshake and the certificate satisfy the configuration"
+                + " (ATS-SPEC R13-R17), and \"FAIL\" otherwise, with the reason code.\n"
+        }
+        if let transparency {
+            out += transparency == "verified"
+                ? "Certificate Transparency (R16): SCTs verified against the log list.\n"
+                : "Certificate Transparency (R16): SCTs counted, NOT verified (no --ct-log-list).\n"
+        }
         if !pinnedAddresses.isEmpty {
             out += "Connecting to \(pinnedAddresses.joined(separator: ", ")).\n"
         }
@@ -37,8 +52,10 @@ struct DiagnoseReport {
             out += "\n" + describe(certificate)
         }
         let passed = outcomes.filter(\.passed).count
-        out += "\n\(passed) of \(outcomes.count) tests passed; the default ATS configuration"
-            + " \(outcomes.first?.passed == true ? "passes" : "fails").\n"
+        let verdict = outcomes.first?.passed == true ? "passes" : "fails"
+        out += system
+            ? "\nThe server \(verdict == "passes" ? "meets" : "does not meet") Apple's requirements for system connections.\n"
+            : "\n\(passed) of \(outcomes.count) tests passed; the default ATS configuration \(verdict).\n"
         return out
     }
 
@@ -50,14 +67,21 @@ struct DiagnoseReport {
             out += "Result : PASS\n"
         } else {
             out += "Result : FAIL (\(outcome.reason ?? "unknown")) \(outcome.message ?? "")\n"
+            if let rule = outcome.rule { out += "Rule : \(rule)\n" }
         }
         if let session = outcome.probe?.session {
             out += "Negotiated : \(session.protocolVersion), \(session.cipher)\n"
+            if system, session.tlsVersion.map({ $0 < .tls13 }) == true {
+                out += "Extended master secret : \(session.extendedMasterSecret ? "yes" : "no")\n"
+            }
             for finding in session.certificate.toleratedFindings {
                 out += "Tolerated : \(finding.reason.rawValue): \(finding.message)\n"
             }
         } else if let open = outcome.probe?.failure?.unrestricted {
             out += "Server speaks : \(open.protocolVersion), \(open.cipher) (handshake offering everything)\n"
+            if system, open.tlsVersion.map({ $0 < .tls13 }) == true {
+                out += "Extended master secret : \(open.extendedMasterSecret ? "yes" : "no")\n"
+            }
         }
         return out + "---\n"
     }
@@ -75,10 +99,11 @@ struct DiagnoseReport {
         }
         out += "  SPKI      : \(leaf.spkiSHA256) (SHA-256, for NSPinnedLeafIdentities)\n"
         out += verdict.trusted
-            ? "  Chain     : trusted (\(verdict.verifiedChain.joined(separator: " <- ")))\n"
+            ? "  Chain     : trusted (\(verdict.verifiedChain.joined(separator: " <- ")))"
+                + (verdict.anchor == .system ? ", system store\n" : ", operator CA file\n")
             : "  Chain     : not trusted\n"
         for finding in verdict.findings where finding.reason != .certificatePin {
-            out += "  Finding   : \(finding.reason.rawValue): \(finding.message)\n"
+            out += "  Finding   : \(finding.reason.rawValue) (\(finding.rule.rawValue)): \(finding.message)\n"
         }
         return out
     }
@@ -97,14 +122,17 @@ struct DiagnoseReport {
             ("test", .string(outcome.name)),
             ("result", .string(outcome.passed ? "PASS" : "FAIL")),
             ("reason", .optional(outcome.reason)),
+            ("rule", .optional(outcome.rule)),
             ("message", .optional(outcome.message)),
             ("tls_version", .optional(observed?.protocolVersion)),
             ("cipher", .optional(observed?.cipher)),
+            ("extended_master_secret", observed.map { .bool($0.extendedMasterSecret) } ?? .null),
             ("handshake", handshake),
             ("address", .optional(outcome.probe?.address)),
             ("certificate", observed.map { json(for: $0.certificate) } ?? .null),
             ("tolerated", .array((session?.certificate.toleratedFindings ?? []).map {
-                .object([("reason", .string($0.reason.rawValue)), ("message", .string($0.message))])
+                .object([("reason", .string($0.reason.rawValue)), ("rule", .string($0.rule.rawValue)),
+                         ("message", .string($0.message))])
             })),
             ("requirements", outcome.requirements.json),
             ("ats_dictionary", outcome.dictionaryJSON ?? .null),
@@ -123,11 +151,27 @@ struct DiagnoseReport {
             ("san", .array(leaf.subjectAlternativeNames.map(JSONValue.string))),
             ("spki_sha256", .string(leaf.spkiSHA256)),
             ("trusted", .bool(verdict.trusted)),
+            ("anchor", .string(Self.anchorName(verdict.anchor))),
+            ("lifetime_days", leaf.notBefore.flatMap { start in
+                leaf.notAfter.map { .int(Int(($0.timeIntervalSince(start) / 86_400).rounded(.up))) }
+            } ?? .null),
+            ("extended_key_usage", leaf.extendedKeyUsages.map { .array($0.map(JSONValue.string)) } ?? .null),
+            ("scts", .int(verdict.facts.scts.count)),
             ("findings", .array(verdict.findings.map {
-                .object([("reason", .string($0.reason.rawValue)), ("message", .string($0.message)),
-                         ("blocking", .bool($0.blocking))])
+                .object([("reason", .string($0.reason.rawValue)), ("rule", .string($0.rule.rawValue)),
+                         ("message", .string($0.message)), ("blocking", .bool($0.blocking))])
             })),
         ])
+    }
+}
+
+extension DiagnoseReport {
+    static func anchorName(_ anchor: TrustAnchor) -> String {
+        switch anchor {
+        case .system: "system"
+        case .operator: "operator"
+        case .untrusted: "none"
+        }
     }
 }
 

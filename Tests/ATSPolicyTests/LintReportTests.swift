@@ -231,3 +231,17 @@ import Testing
         #expect(LintReport(profile: .ios17, files: [file, .unreadable(path: "g", error: "g: x")]).exitStatus == 2)
     }
 }
+
+/// Each lint rule is one type (Lint/Checks/): the list of types covers every id once, in `LintRule` order.
+@Suite struct LintRuleTypeTests {
+    @Test func everyRuleHasExactlyOneType() {
+        #expect(Lints.all.map { $0.rule } == LintRule.allCases)
+    }
+
+    @Test(arguments: LintRule.allCases)
+    func theRuleReadsItsTextsFromItsType(rule: LintRule) {
+        let type = rule.check
+        #expect(type.rule == rule)
+        #expect(rule.severity == type.severity && rule.title == type.title && rule.help == type.help)
+    }
+}

@@ -33,11 +33,16 @@ enum Atsgate {
     }()
 
     /// Runs `atsgate ARGS` with optional standard input; bounded by a timeout so a hang fails the test.
+    /// `environment` adds to (or overrides) the test process's environment, e.g. SSL_CERT_FILE to point
+    /// OpenSSL's system store at a test root.
     static func run(_ arguments: [String], stdin: String? = nil, timeout: TimeInterval = 30,
-                    executable: URL? = nil) throws -> AtsgateRun {
+                    executable: URL? = nil, environment: [String: String] = [:]) throws -> AtsgateRun {
         let process = Process()
         process.executableURL = executable ?? binary
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let out = Pipe(), err = Pipe(), input = Pipe()
         process.standardOutput = out
         process.standardError = err

@@ -5,7 +5,7 @@ openssl s_server serves one connection at a time; a proxy that probes the server
 own handshake is open needs a server that accepts a second connection meanwhile, as real ones do.
 
 Usage: tls_origin.py --cert CERT --key KEY [--chain FILE] [--min TLSv1|TLSv1_1|TLSv1_2|TLSv1_3]
-                     [--max ...] [--ciphers OPENSSL-CIPHER-LIST] [--curve GROUP]
+                     [--max ...] [--ciphers OPENSSL-CIPHER-LIST] [--curve GROUP] [--no-ems]
 Prints "port=PORT" once listening on 127.0.0.1; answers every request with 200 "ok from tls_origin";
 exits when stdin closes.
 """
@@ -53,12 +53,17 @@ def main():
     parser.add_argument("--ciphers", default="ALL:@SECLEVEL=0")
     parser.add_argument("--curve", help="the only key-exchange group, e.g. secp384r1 (forces a TLS 1.3 "
                         "HelloRetryRequest from clients that offer another key share first)")
+    parser.add_argument("--no-ems", action="store_true", help="leave the extended master secret "
+                        "extension (RFC 7627) out of TLS 1.2 ServerHellos: SSL_OP_NO_EXTENDED_MASTER_SECRET, "
+                        "0x1 on OpenSSL 3.0, which Python's ssl module does not name")
     args = parser.parse_args()
 
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = VERSIONS[args.min]
     context.maximum_version = VERSIONS[args.max]
     context.set_ciphers(args.ciphers)
+    if args.no_ems:
+        context.options |= 0x1
     if args.curve:
         context.set_ecdh_curve(args.curve)
     if args.chain:

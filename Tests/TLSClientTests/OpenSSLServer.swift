@@ -12,7 +12,7 @@ final class OpenSSLServer: @unchecked Sendable {
         // A server that resets mid-write must not kill the test process.
         signal(SIGPIPE, SIG_IGN)
         var certificate = ["-cert", try TestPKI.path("\(leaf).pem"), "-key", try TestPKI.path("\(leaf).key")]
-        if leaf != "self-signed" { certificate += ["-cert_chain", try TestPKI.path("intermediate.pem")] }
+        if !TestPKI.standsAlone(leaf) { certificate += ["-cert_chain", try TestPKI.path("intermediate.pem")] }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         // Port 0: s_server prints "ACCEPT 127.0.0.1:PORT" once it listens, so there is no port race.
         process.arguments = ["s_server", "-accept", "127.0.0.1:0", "-www"] + certificate + arguments

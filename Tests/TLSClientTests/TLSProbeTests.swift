@@ -51,7 +51,12 @@ import TLSClient
         #expect(strict.failureReason == "cipher-suite")
         #expect(strict.failure?.blockReason == .cipherSuite)
         #expect(strict.failure?.unrestricted?.cipher == "TLS_RSA_WITH_AES_128_CBC_SHA")
-        #expect(strict.failureMessage?.contains("NSExceptionRequiresForwardSecrecy=NO for localhost") == true)
+        // The explanation is the R14 rule's own sentence about what the server chose.
+        #expect(strict.failureMessage?.contains("server negotiated TLS_RSA_WITH_AES_128_CBC_SHA with TLSv1.2, which"
+                                                + " lacks forward secrecy; localhost requires forward secrecy"
+                                                + " (NSExceptionRequiresForwardSecrecy=NO would allow it)") == true,
+                "\(String(describing: strict.failureMessage))")
+        #expect(strict.rule == .r14)
 
         let relaxed = try Self.probe(server, requirements: Self.noForwardSecrecy)
         #expect(relaxed.passed)
@@ -65,6 +70,8 @@ import TLSClient
         let strict = try Self.probe(server)
         #expect(strict.failureReason == "tls-version")
         #expect(strict.failureMessage?.contains("localhost speaks at most TLSv1.0; the requirements need TLSv1.2") == true)
+        #expect(strict.failureMessage?.contains("(NSExceptionMinimumTLSVersion=TLSv1.0 would allow it)") == true)
+        #expect(strict.rule == .r14)
         #expect(strict.failure?.unrestricted?.protocolVersion == "TLSv1.0")
 
         let tls10 = Requirements(cleartextAllowed: false, minimumTLSVersion: .tls10, forwardSecrecy: true,

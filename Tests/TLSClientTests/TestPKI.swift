@@ -29,9 +29,12 @@ enum TestPKI {
         try directory().appendingPathComponent(name).path
     }
 
-    /// What a server sends: the leaf, then (unless self-signed) the intermediate, in DER.
+    /// Whether a leaf is sent alone: self-signed, or signed directly by the "system store" root.
+    static func standsAlone(_ leaf: String) -> Bool { leaf == "self-signed" || leaf.hasPrefix("sys-") }
+
+    /// What a server sends: the leaf, then (unless it stands alone) the intermediate, in DER.
     static func chain(_ leaf: String) throws -> [[UInt8]] {
-        let names = leaf == "self-signed" ? [leaf] : [leaf, "intermediate"]
+        let names = standsAlone(leaf) ? [leaf] : [leaf, "intermediate"]
         return try names.map { [UInt8](try Data(contentsOf: URL(fileURLWithPath: try path("\($0).der")))) }
     }
 

@@ -72,6 +72,27 @@ struct ServerHelloTests {
         return bytes
     }
 
+    @Test("OpenSSL's TLS 1.2 ServerHellos carry the extended master secret (R18); TLS 1.3 ones do not need it")
+    func extendedMasterSecret() throws {
+        #expect(try Self.hello(C.tls12EcdheRSA).extendedMasterSecret)
+        #expect(try Self.hello(C.tls12RSA).extendedMasterSecret)
+        #expect(try !Self.hello(C.tls13).extendedMasterSecret)
+        #expect(try !ServerHello(body: Self.body(extensions: nil)).extendedMasterSecret)
+        #expect(try ServerHello(body: Self.body(extensions: [(23, [])])).extendedMasterSecret)
+    }
+
+    @Test("the signed_certificate_timestamp extension is split into its SCTs (R16)")
+    func signedCertificateTimestamps() throws {
+        let first: [UInt8] = [0, 1, 2], second: [UInt8] = [0, 9]
+        let list: [UInt8] = [0, 3] + first + [0, 2] + second
+        let hello = try ServerHello(body: Self.body(extensions: [(18, [0, UInt8(list.count)] + list)]))
+        #expect(hello.signedCertificateTimestamps == [first, second])
+        #expect(try Self.hello(C.tls12EcdheRSA).signedCertificateTimestamps.isEmpty)
+        // A list that overruns its extension, or an empty SCT, is malformed.
+        #expect(throws: TLSWireError.self) { try ServerHello(body: Self.body(extensions: [(18, [0, 9, 0, 1, 5])])) }
+        #expect(throws: TLSWireError.self) { try ServerHello(body: Self.body(extensions: [(18, [0, 2, 0, 0])])) }
+    }
+
     @Test("a minimal TLS 1.2 ServerHello without extensions")
     func minimal() throws {
         let hello = try ServerHello(body: Self.body(extensions: nil))

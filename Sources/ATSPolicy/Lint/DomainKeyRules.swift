@@ -34,16 +34,12 @@ extension LintPass {
                                  siblings: [String: PlistValue], path: LintKeyPath) -> DomainKeyKind {
         let label = "\(table.name) key \(LintText.quoted(key))"
         if key.isEmpty {
-            report(.domainKeyEmpty, at: path,
-                   "An empty \(table.name) key never matches any host (R5). Write the domain name or remove the entry.")
+            report(Lints.DomainKeyEmpty(table: table), at: path)
             return .neverMatches
         }
         if let address = IPAddress.parseStrict(Substring(key)) {
             if table == .exceptions, address.description != key {
-                report(.ipKeyNotCanonical, at: path,
-                       "\(label) is not in canonical form: an exact IP key is compared as text with the host's"
-                       + " canonical form (lowercase, RFC 5952 for IPv6, dotted quad for IPv4-mapped addresses),"
-                       + " so the entry never matches (R5, R8). Write '\(address)'.")
+                report(Lints.IPKeyNotCanonical(label: label, address: address), at: path)
                 return .neverMatches
             }
             return checkIPKey(label, kind: .address(address), in: table, path: path)
@@ -51,29 +47,18 @@ extension LintPass {
         if let cidr = DomainKeyText.cidrParts(key) {
             guard let parsed = IPNetwork.parse(Substring(key)) else {
                 if table == .pins { return reportPinnedIP(label, path: path) }
-                report(.cidrInvalid, at: path,
-                       "\(label) is not a valid CIDR key: \(DomainKeyText.cidrProblem(cidr)), so the entry never"
-                       + " matches (R8). Write ADDRESS/LENGTH, e.g. '10.0.0.0/8'.")
+                report(Lints.CIDRInvalid(label: label, problem: DomainKeyText.cidrProblem(cidr)), at: path)
                 return .neverMatches
             }
             if parsed.hadHostBits, table == .exceptions {
-                report(.cidrHostBits, at: path,
-                       "\(label) has host bits set: it is read as \(parsed.network) (R8). Write '\(parsed.network)'"
-                       + " so that the key says what it matches.")
+                report(Lints.CIDRHostBits(label: label, network: parsed.network), at: path)
             }
             return checkIPKey(label, kind: .network(parsed.network), in: table, path: path)
         }
         if DomainKeyText.looksLikeIPAddress(key) {
             if table == .pins { return reportPinnedIP(label, path: path) }
-            var message = "\(label) looks like an IP address but is not one as keys are read (four decimal octets"
-                + " 0-255 without leading zeros, or IPv6 text), so the entry never matches (R8)."
-            let decimal = DomainKeyText.decimalIPv4(key)
-            let resolved = IPAddress.parseResolverHost(Substring(key))
-            if let fix = decimal ?? resolved?.description { message += " Write '\(fix)'." }
-            if let resolved, let decimal, resolved.description != decimal {
-                message += " Note that a resolver reads \(LintText.quoted(key)) as \(resolved)."
-            }
-            report(.ipKeyInvalid, at: path, message)
+            report(Lints.IPKeyInvalid(label: label, key: key, decimal: DomainKeyText.decimalIPv4(key),
+                                      resolved: IPAddress.parseResolverHost(Substring(key))), at: path)
             return .neverMatches
         }
         return checkNameKey(key, label: label, in: table, includesSubdomains: includesSubdomains,
@@ -86,22 +71,15 @@ extension LintPass {
         let what: String
         if case .network = kind { what = "a CIDR key" } else { what = "an IP address key" }
         if profile == .ios17 {
-            report(.ipKeyRequiresIOS17, at: path,
-                   "\(label) is \(what): it works with the iOS 17 SDK (profile ios17), but older OS versions"
-                   + " ignore it (R8).")
+            report(Lints.IPKeyRequiresIOS17(label: label, what: what), at: path)
         } else {
-            report(.ipKeyUnsupported, at: path,
-                   "\(label) is \(what), which only the iOS 17 SDK honours: under the \(profile.rawValue) profile"
-                   + " the entry never matches (R8). Use host names, or lint with --profile ios17 if the app is"
-                   + " built with the iOS 17 SDK.")
+            report(Lints.IPKeyUnsupported(label: label, what: what, profile: profile), at: path)
         }
         return kind
     }
 
     private mutating func reportPinnedIP(_ label: String, path: LintKeyPath) -> DomainKeyKind {
-        report(.pinnedIPKey, at: path,
-               "\(label) is an IP address; NSPinnedDomains applies to domain names only, so the entry never"
-               + " matches (R17). Pin the domain name the app connects to.")
+        report(Lints.PinnedIPKey(label: label), at: path)
         return .neverMatches
     }
 
@@ -111,10 +89,8 @@ extension LintPass {
         var fix = DomainKeyText.NameFix(key)
         if fix.problems.isEmpty, fix.invalidReason == nil {
             if fix.trailingDot {
-                report(.domainKeyTrailingDot, at: path,
-                       "\(label) ends with a dot, which is significant: it matches only hosts spelled"
-                       + " \(LintText.quoted(key)) with the dot, not \(LintText.quoted(fix.fixed)) (R5)."
-                       + " Write \(LintText.quoted(fix.fixed)) unless clients use the dotted spelling.")
+                report(Lints.DomainKeyTrailingDot(situation: .onlyProblem(label: label, key: key, fixed: fix.fixed)),
+                       at: path)
             }
             return .name
         }
@@ -124,29 +100,20 @@ extension LintPass {
                                  .domainKeyWhitespace, .domainKeyUppercase, .domainKeyInvalid, .domainKeyTrailingDot]
         let rules = fix.problems.map(\.rule) + (fix.invalidReason == nil ? [] : [.domainKeyInvalid])
         let primary = order.first { rules.contains($0) } ?? .domainKeyInvalid
-        let traits = fix.problems.map(\.text)
-        var message = "\(label) never matches any host (R5): keys are compared as exact lowercase host names,"
-            + " without scheme, port, path or wildcard"
-        if !traits.isEmpty { message += ", and this one has \(LintText.list(traits))" }
-        if let reason = fix.invalidReason { message += traits.isEmpty ? ", and this one is not a host name (\(reason))"
-                                                                      : "; it is not a host name (\(reason))" }
-        message += "."
-        if let suggestion = fix.suggestion {
-            message += " Use \(LintText.quoted(suggestion))"
-            if fix.coversSubdomains {
-                if includesSubdomains {
-                    message += " (its NSIncludesSubdomains=YES covers the subdomains"
-                } else {
-                    message += " with NSIncludesSubdomains=YES (to cover its subdomains"
-                }
-                message += table == .pins ? ", one level deep for pins)" : ")"
-            }
-            message += " instead."
-            if siblings[suggestion] != nil {
-                message += " An entry \(LintText.quoted(suggestion)) already exists: merge the two."
-            }
+        let never = NeverMatchingNameKey(label: label, traits: fix.problems.map(\.text), invalidReason: fix.invalidReason,
+                                         suggestion: fix.suggestion, coversSubdomains: fix.coversSubdomains,
+                                         includesSubdomains: includesSubdomains, table: table,
+                                         suggestionExists: fix.suggestion.map { siblings[$0] != nil } ?? false)
+        switch primary {
+        case .domainKeyScheme: report(Lints.DomainKeyScheme(key: never), at: path)
+        case .domainKeyPath: report(Lints.DomainKeyPath(key: never), at: path)
+        case .domainKeyPort: report(Lints.DomainKeyPort(key: never), at: path)
+        case .domainKeyWildcard: report(Lints.DomainKeyWildcard(key: never), at: path)
+        case .domainKeyWhitespace: report(Lints.DomainKeyWhitespace(key: never), at: path)
+        case .domainKeyUppercase: report(Lints.DomainKeyUppercase(key: never), at: path)
+        case .domainKeyTrailingDot: report(Lints.DomainKeyTrailingDot(situation: .neverMatches(never)), at: path)
+        default: report(Lints.DomainKeyInvalid(key: never), at: path)
         }
-        report(primary, at: path, message)
         return .neverMatches
     }
 }

@@ -7,9 +7,7 @@ extension LintPass {
         guard let value = source.dictionary[ATSKey.exceptionDomains] else { return }
         let tablePath = root.appending(ATSKey.exceptionDomains)
         guard let domains = value.dictionaryValue else {
-            report(.notADictionary, at: tablePath,
-                   "NSExceptionDomains is \(LintText.describe(value)), not a dictionary, and is ignored: no exception"
-                   + " entry applies (R3). Make it a dictionary from domain name to entry.")
+            report(Lints.NotADictionary(situation: .exceptionDomains, value: value), at: tablePath)
             return
         }
         var ipKeys: [String: [String]] = [:]
@@ -26,10 +24,7 @@ extension LintPass {
             case .name, .neverMatches: break
             }
             guard let entry else {
-                let value = LintText.describe(domains[key] ?? .null)
-                report(.notADictionary, at: path,
-                       "NSExceptionDomains entry \(LintText.quoted(key)) is \(value), not a dictionary, and is ignored"
-                       + " (R3). Make it a dictionary of per-domain keys.")
+                report(Lints.NotADictionary(situation: .exceptionEntry(key: key), value: domains[key] ?? .null), at: path)
                 continue
             }
             checkExceptionEntry(key, entry, kind: kind, path: path)
@@ -47,36 +42,27 @@ extension LintPass {
         ]
         for (name, defaultValue) in defaults {
             guard let value = entry[name], value.boolValue == nil else { continue }
-            report(.notABoolean, at: path.appending(name),
-                   "\(name) is \(LintText.describe(value)), not a boolean, and is ignored; the key keeps its default"
-                   + " \(defaultValue) for \(host) (R1). Write <true/> or <false/>.")
+            report(Lints.NotABoolean(situation: .exceptionEntry(key: name, defaultValue: defaultValue, host: host),
+                                     value: value), at: path.appending(name))
         }
         if entry[ATSKey.exceptionAllowsInsecureHTTPLoads] == .bool(true) {
-            report(.insecureHTTPLoads, at: path.appending(ATSKey.exceptionAllowsInsecureHTTPLoads),
-                   "NSExceptionAllowsInsecureHTTPLoads=YES allows cleartext HTTP to \(host)"
-                   + "\(entry[ATSKey.includesSubdomains] == .bool(true) ? " and its subdomains" : "")"
-                   + " and turns off its certificate checks (R10, R15). Serve it over HTTPS and remove the key;"
-                   + " App Review requires a justification.")
+            report(Lints.InsecureHTTPLoads(host: host, includesSubdomains: entry[ATSKey.includesSubdomains] == .bool(true)),
+                   at: path.appending(ATSKey.exceptionAllowsInsecureHTTPLoads))
         }
         if let value = entry[ATSKey.exceptionMinimumTLSVersion] {
             checkMinimumTLSVersion(value, host: host, path: path.appending(ATSKey.exceptionMinimumTLSVersion))
         }
         if entry[ATSKey.exceptionRequiresForwardSecrecy] == .bool(false) {
-            report(.forwardSecrecyDisabled, at: path.appending(ATSKey.exceptionRequiresForwardSecrecy),
-                   "NSExceptionRequiresForwardSecrecy=NO lets connections to \(host) use RSA key exchange without"
-                   + " forward secrecy in TLS 1.2 and below (R14). Enable ECDHE cipher suites on the server and"
-                   + " remove the key (absent means YES). No App Review justification is needed.")
+            report(Lints.ForwardSecrecyDisabled(host: host), at: path.appending(ATSKey.exceptionRequiresForwardSecrecy))
         }
         if kind.isIP, let value = entry[ATSKey.includesSubdomains] {
-            report(.includesSubdomainsOnIP, at: path.appending(ATSKey.includesSubdomains),
-                   "NSIncludesSubdomains (\(LintText.bounded(value.shortDescription))) has no effect on the IP key"
-                   + " \(host): addresses have no subdomains (R8). Remove it; a CIDR key covers a range.")
+            report(Lints.IncludesSubdomainsOnIP(value: value, host: host), at: path.appending(ATSKey.includesSubdomains))
         }
         for name in entry.keys.sorted() where !ATSKey.exceptionEntry.contains(name) {
             checkUnreadKey(name, at: .exceptionEntry, path: path.appending(name))
         }
         if let builtin = ExceptionEntry.builtins.first(where: { $0.key == key }) {
-            report(.replacesBuiltin, at: path, replacesBuiltinMessage(builtin, entry: policy.exceptionDomains[key]))
+            report(Lints.ReplacesBuiltin(builtin: builtin, entry: policy.exceptionDomains[key]), at: path)
         } else if kind != .neverMatches {
             checkEnforcement(key, kind: kind, path: path)
         }
@@ -85,17 +71,11 @@ extension LintPass {
     private mutating func checkMinimumTLSVersion(_ value: PlistValue, host: String, path: LintKeyPath) {
         if let text = value.stringValue, let version = TLSVersion(rawValue: text) {
             guard version < .tls12 else { return }
-            report(.weakMinimumTLSVersion, at: path,
-                   "NSExceptionMinimumTLSVersion \(version.rawValue) lets connections to \(host) use TLS versions"
-                   + " below TLSv1.2 (R4, R10). Upgrade the server to TLS 1.2 or later and remove the key;"
-                   + " App Review requires a justification.")
+            report(Lints.WeakMinimumTLSVersion(version: version, host: host), at: path)
             return
         }
-        var message = "NSExceptionMinimumTLSVersion is \(LintText.describe(value)), not one of TLSv1.0, TLSv1.1,"
-            + " TLSv1.2, TLSv1.3 (case-sensitive strings), so it is ignored and the minimum for \(host) stays"
-            + " TLSv1.2 (R4)."
-        if let suggestion = Self.tlsVersionSuggestion(value) { message += " Write \"\(suggestion.rawValue)\"." }
-        report(.invalidMinimumTLSVersion, at: path, message)
+        report(Lints.InvalidMinimumTLSVersion(value: value, host: host, suggestion: Self.tlsVersionSuggestion(value)),
+               at: path)
     }
 
     /// The version an unrecognised value most likely means: `TLSV1.3`, `tlsv1.2`, `TLS 1.2`, `1.2`, `TLSv1.00`.
@@ -118,18 +98,6 @@ extension LintPass {
               let minor = Int(digits.dropFirst(2).prefix(1)),
               digits.dropFirst(3).allSatisfy({ $0 == "0" }) else { return nil }
         return TLSVersion.allCases.first { $0.rawValue == "TLSv1.\(minor)" }
-    }
-
-    private func replacesBuiltinMessage(_ builtin: ExceptionEntry, entry: ExceptionEntry?) -> String {
-        let key = LintText.quoted(builtin.key)
-        var message = "The app's entry \(key) replaces the built-in exception for \(builtin.key) entirely (R9):"
-            + " the built-in allows cleartext HTTP and \(builtin.minimumTLSVersion.rawValue) without forward secrecy"
-            + " for \(builtin.key) and its subdomains; this entry's own keys now decide."
-        if let entry, !entry.includesSubdomains {
-            message += " It does not set NSIncludesSubdomains=YES, so subdomains such as www.\(builtin.key) fall"
-                + " back to the global rules."
-        }
-        return message
     }
 
     /// R10: an entry alone decides for its host. Reports when the entry forbids cleartext to a host that
@@ -159,11 +127,9 @@ extension LintPass {
         guard let relaxation, let applied else { return }
         let contexts = relaxedContexts.count == LoadContext.allCases.count
             ? "" : " (\(LintText.list(relaxedContexts.map(\.rawValue))) loads)"
-        report(.exceptionEnforcesATS, at: path,
-               "Without this entry \(relaxation.phrase)\(contexts) (\(relaxation.rule)); the entry alone decides for"
-               + " \(host) (R10) and brings ATS back: cleartext HTTP is blocked and HTTPS needs"
-               + " \(applied.requirementsSummary). Add NSExceptionAllowsInsecureHTTPLoads=YES to the entry if"
-               + " \(host) should stay as it was.")
+        report(Lints.ExceptionEnforcesATS(relaxation: relaxation.phrase, relaxationRule: relaxation.rule,
+                                          contexts: contexts, host: host,
+                                          requirementsSummary: applied.requirementsSummary), at: path)
     }
 
     /// Why a cleartext load would be allowed without an entry, and the rule that says so.
@@ -238,15 +204,8 @@ extension LintPass {
         for (canonical, keys) in ipKeys where keys.count > 1 {
             let winner = ExceptionTable.preferredKey(keys, canonical: canonical)
             for key in keys {
-                let others = keys.filter { $0 != key }.map(LintText.quoted)
-                let what = canonical.contains("/") ? "network" : "address"
-                let outcome = key == winner
-                    ? "this entry applies and the other is dead"
-                    : "only \(LintText.quoted(winner)) applies, so this entry is dead"
-                report(.duplicateIPKey, at: tablePath.appending(key),
-                       "\(LintText.quoted(key)) and \(LintText.list(others)) name the same \(what) \(canonical);"
-                       + " \(outcome) (atsgate prefers the key written in canonical form, then the first in sort"
-                       + " order; the OS does not define which) (R8). Keep one.")
+                report(Lints.DuplicateIPKey(key: key, others: keys.filter { $0 != key }, canonical: canonical,
+                                            winner: winner), at: tablePath.appending(key))
             }
         }
     }

@@ -56,8 +56,8 @@ struct LintPass {
         self.root = LintKeyPath(prefix: source.keyPathPrefix)
     }
 
-    mutating func report(_ rule: LintRule, at path: LintKeyPath, _ message: String) {
-        findings.append(LintFinding(rule: rule, keyPath: path, message: message))
+    mutating func report<Check: LintCheck>(_ check: Check, at path: LintKeyPath) {
+        findings.append(LintFinding(rule: Check.rule, keyPath: path, message: check.message))
     }
 }
 

@@ -6,9 +6,7 @@ extension LintPass {
         guard let value = source.dictionary[ATSKey.pinnedDomains] else { return }
         let tablePath = root.appending(ATSKey.pinnedDomains)
         guard let pins = value.dictionaryValue else {
-            report(.notADictionary, at: tablePath,
-                   "NSPinnedDomains is \(LintText.describe(value)), not a dictionary, and is ignored: nothing is"
-                   + " pinned (R17). Make it a dictionary from domain name to entry.")
+            report(Lints.NotADictionary(situation: .pinnedDomains, value: value), at: tablePath)
             return
         }
         for key in pins.keys.sorted() {
@@ -18,9 +16,7 @@ extension LintPass {
             let includesSubdomains = entry?[ATSKey.includesSubdomains] == .bool(true)
             _ = checkDomainKey(key, in: .pins, includesSubdomains: includesSubdomains, siblings: pins, path: path)
             guard let entry else {
-                report(.notADictionary, at: path,
-                       "NSPinnedDomains entry \(LintText.quoted(key)) is \(LintText.describe(pins[key] ?? .null)),"
-                       + " not a dictionary, and is ignored: nothing is pinned for it (R17).")
+                report(Lints.NotADictionary(situation: .pinnedEntry(key: key), value: pins[key] ?? .null), at: path)
                 continue
             }
             checkPinEntry(key, entry, path: path)
@@ -31,15 +27,10 @@ extension LintPass {
         let host = LintText.quoted(key)
         if let value = entry[ATSKey.includesSubdomains] {
             if value.boolValue == nil {
-                report(.notABoolean, at: path.appending(ATSKey.includesSubdomains),
-                       "NSIncludesSubdomains is \(LintText.describe(value)), not a boolean, and is ignored; the key"
-                       + " keeps its default NO, so the pins apply to \(host) only (R1, R17)."
-                       + " Write <true/> or <false/>.")
+                report(Lints.NotABoolean(situation: .pinnedIncludesSubdomains(host: host), value: value),
+                       at: path.appending(ATSKey.includesSubdomains))
             } else if value == .bool(true) {
-                report(.pinIncludesSubdomains, at: path.appending(ATSKey.includesSubdomains),
-                       "NSIncludesSubdomains=YES extends the pins of \(host) to its immediate subdomains only"
-                       + " (a.\(LintText.bounded(key)), not a.b.\(LintText.bounded(key))) (R17). Add entries for"
-                       + " deeper subdomains that need the pins.")
+                report(Lints.PinIncludesSubdomains(host: host, key: key), at: path.appending(ATSKey.includesSubdomains))
             }
         }
         for name in entry.keys.sorted() where !ATSKey.pinnedEntry.contains(name) {
@@ -47,9 +38,7 @@ extension LintPass {
         }
         let arrays = [ATSKey.pinnedCAIdentities, ATSKey.pinnedLeafIdentities].filter { entry[$0] != nil }
         if arrays.isEmpty {
-            report(.pinNoIdentities, at: path,
-                   "NSPinnedDomains entry \(host) has neither NSPinnedCAIdentities nor NSPinnedLeafIdentities, so"
-                   + " it pins nothing (R17). Add an identity array, or remove the entry.")
+            report(Lints.PinNoIdentities(host: host), at: path)
         }
         for name in arrays {
             checkIdentities(name, entry[name] ?? .null, host: host, path: path.appending(name))
@@ -58,9 +47,7 @@ extension LintPass {
 
     private mutating func checkIdentities(_ name: String, _ value: PlistValue, host: String, path: LintKeyPath) {
         guard let items = value.arrayValue else {
-            report(.pinIdentitiesNotArray, at: path,
-                   "\(name) of \(host) is \(LintText.describe(value)), not an array, and is ignored (R17). Make it"
-                   + " an array of dictionaries with \(ATSKey.spkiSHA256).")
+            report(Lints.PinIdentitiesNotArray(name: name, host: host, value: value), at: path)
             return
         }
         var valid = 0
@@ -70,10 +57,7 @@ extension LintPass {
             }
         }
         if valid == 0 {
-            let what = items.isEmpty ? "is empty" : "has no valid identity"
-            report(.pinIdentitiesEmpty, at: path,
-                   "\(name) of \(host) \(what), so no certificate can match it and connections to \(host) fail the"
-                   + " pin check (R17). Add the base64 SHA-256 digest of the pinned SubjectPublicKeyInfo.")
+            report(Lints.PinIdentitiesEmpty(name: name, host: host, isEmpty: items.isEmpty), at: path)
         }
     }
 
@@ -82,37 +66,29 @@ extension LintPass {
                                         path: LintKeyPath) -> Bool {
         let element = "\(arrayName)[\(index)] of \(host)"
         guard let identity = item.dictionaryValue else {
-            report(.pinIdentityInvalid, at: path,
-                   "\(element) is \(LintText.describe(item)), not a dictionary with \(ATSKey.spkiSHA256), and is"
-                   + " ignored (R17).")
+            report(Lints.PinIdentityInvalid(element: element, problem: .notADictionary(item)), at: path)
             return false
         }
         for name in identity.keys.sorted() where name != ATSKey.spkiSHA256 {
             checkUnreadKey(name, at: .pinnedIdentity, path: path.appending(name))
         }
         guard let digest = identity[ATSKey.spkiSHA256] else {
-            report(.pinIdentityInvalid, at: path,
-                   "\(element) has no \(ATSKey.spkiSHA256) key, so it is ignored (R17).")
+            report(Lints.PinIdentityInvalid(element: element, problem: .noDigest), at: path)
             return false
         }
         let digestPath = path.appending(ATSKey.spkiSHA256)
         guard let text = digest.stringValue else {
-            report(.pinIdentityInvalid, at: digestPath,
-                   "\(ATSKey.spkiSHA256) of \(element) is \(LintText.describe(digest)), not a base64 string, so the"
-                   + " identity is ignored (R17). Write the digest as base64 text.")
+            report(Lints.PinIdentityInvalid(element: element, problem: .notAString(digest)), at: digestPath)
             return false
         }
         guard let data = Data(base64Encoded: text) else {
-            var message = "\(ATSKey.spkiSHA256) of \(element) is not valid base64, so the identity is ignored (R17)."
             let trimmed = String(text.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
-            if trimmed != text, Data(base64Encoded: trimmed) != nil { message += " Remove the white space." }
-            report(.pinIdentityInvalid, at: digestPath, message)
+            let whiteSpace = trimmed != text && Data(base64Encoded: trimmed) != nil
+            report(Lints.PinIdentityInvalid(element: element, problem: .notBase64(whiteSpace: whiteSpace)), at: digestPath)
             return false
         }
         guard data.count == 32 else {
-            report(.pinIdentityInvalid, at: digestPath,
-                   "\(ATSKey.spkiSHA256) of \(element) decodes to \(data.count) bytes; a SHA-256 digest is 32 bytes"
-                   + " (44 base64 characters), so the identity is ignored (R17).")
+            report(Lints.PinIdentityInvalid(element: element, problem: .wrongLength(data.count)), at: digestPath)
             return false
         }
         return true

@@ -9,35 +9,23 @@ extension LintPass {
         let ignored = "is ignored \(level.location)"
         switch KeySpelling.classify(key, at: level) {
         case .legacy(let replacement):
-            let isLegacyName = KeySpelling.legacyKeys[key] != nil
-            var message = isLegacyName
-                ? "\(key) is a legacy key that current OS versions do not honour, so it \(ignored) (R2)."
-                : "\(name) is not an ATS key and \(ignored); it looks like a legacy key, which is not honoured"
-                    + " either (R2)."
-            message += " Use \(replacement)"
-            message += level == .exceptionEntry ? " instead." : " inside an NSExceptionDomains entry instead."
-            report(.legacyKey, at: path, message)
+            report(Lints.LegacyKey(key: key, ignored: ignored, replacement: replacement,
+                                   isLegacyName: KeySpelling.legacyKeys[key] != nil,
+                                   inExceptionEntry: level == .exceptionEntry), at: path)
         case .obsoleteCertificateTransparency:
-            report(.certificateTransparencyKey, at: path,
-                   "\(name) is not an ATS key any more and \(ignored) (R16): the system enforces Certificate"
-                   + " Transparency for publicly trusted certificates issued after 2018-10-15. Remove it.")
+            report(Lints.CertificateTransparencyKey(name: name, ignored: ignored), at: path)
         case .misplaced(let levels):
-            report(.misplacedKey, at: path,
-                   "\(key) belongs \(Self.locations(levels)) and \(ignored) (\(level.specRule)). Move it there.")
+            report(Lints.MisplacedKey(situation: .elsewhere(key: key, belongs: Self.locations(levels), ignored: ignored,
+                                                            specRule: level.specRule)), at: path)
         case .misspelled(let suggestion, let levels):
-            var message = "\(name) is not an ATS key and \(ignored) (\(level.specRule)). Did you mean \(suggestion)?"
-            if !levels.isEmpty, !levels.contains(level) {
-                message += " It belongs \(Self.locations(levels))."
-            }
-            report(.misspelledKey, at: path, message)
+            let belongs = !levels.isEmpty && !levels.contains(level) ? Self.locations(levels) : nil
+            report(Lints.MisspelledKey(situation: .key(name: name, ignored: ignored, specRule: level.specRule,
+                                                       suggestion: suggestion, belongs: belongs)), at: path)
         case .unknown where level == .topLevel && value?.dictionaryValue != nil && key.contains("."):
-            report(.misplacedKey, at: path,
-                   "\(name) looks like a domain entry, but domain entries belong inside NSExceptionDomains (or"
-                   + " NSPinnedDomains); at the top level it is ignored (R2). Move it there.")
+            report(Lints.MisplacedKey(situation: .domainEntryAtTopLevel(name: name)), at: path)
         case .unknown:
-            report(.unknownKey, at: path,
-                   "\(name) is not an ATS key and \(ignored) (\(level.specRule)). The keys read there are "
-                   + LintText.list(level.knownKeys) + ".")
+            report(Lints.UnknownKey(name: name, ignored: ignored, specRule: level.specRule, knownKeys: level.knownKeys),
+                   at: path)
         }
     }
 
@@ -62,12 +50,10 @@ extension LintPass {
         case .obsoleteCertificateTransparency, .unknown:
             return false
         }
-        var message = "\(LintText.quoted(key)) sits directly inside \(table.name), where it is read as a domain name"
-            + " and never matches (R5)."
         let levels = KeySpelling.levels(of: meant)
-        if meant != key { message += " Did you mean \(meant)?" }
-        if !levels.isEmpty { message += " \(meant) belongs \(Self.locations(levels))." }
-        report(.misplacedKey, at: path, message)
+        report(Lints.MisplacedKey(situation: .keyAsDomain(key: key, table: table, meant: meant,
+                                                          belongs: levels.isEmpty ? nil : Self.locations(levels))),
+               at: path)
         return true
     }
 }
@@ -81,9 +67,7 @@ extension LintPass {
         let target = Array(expected.lowercased().unicodeScalars)
         for key in source.infoPlistKeys
         where KeySpelling.editDistance(Array(key.lowercased().unicodeScalars), target) <= 3 {
-            report(.misspelledKey, at: LintKeyPath(prefix: "").appending(key),
-                   "Info.plist key \(LintText.quoted(key)) is not NSAppTransportSecurity, so the OS never reads"
-                   + " this dictionary and the app gets full ATS (R2). Did you mean 'NSAppTransportSecurity'?")
+            report(Lints.MisspelledKey(situation: .infoPlist(key: key)), at: LintKeyPath(prefix: "").appending(key))
         }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 
 /// Dates as messages print them: ISO 8601 in UTC, to the second, as the rest of atsgate prints dates.
-enum DateText {
-    static func iso8601(_ date: Date?) -> String {
+public enum DateText {
+    public static func iso8601(_ date: Date?) -> String {
         date?.formatted(.iso8601) ?? "an unreadable date"
     }
 }
