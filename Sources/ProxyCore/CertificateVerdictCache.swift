@@ -11,6 +11,9 @@ struct ServerJudgement: Sendable {
         var reason: String
         var message: String
         var alert: AlertDescription
+        /// The ATS-SPEC rule that refused (R15, R15a, R16, R17); nil when no rule decided (a probe
+        /// that could not reach the server).
+        var rule: RuleID? = nil
     }
 
     /// The leaf certificate as the log shows it. A class: every connection's record has room for
@@ -48,6 +51,8 @@ final class CertificateVerdictCache: Sendable {
         var requirements: Requirements
         var pin: PinnedDomain?
         var chain: [[UInt8]]
+        /// SCTs the ServerHello carried (they count for R16).
+        var scts: [[UInt8]] = []
     }
 
     private struct Entry {

@@ -25,6 +25,8 @@ struct LogRecord {
     /// Set by `ProxyConnection.enforce` (and a watched handshake's outcome); else the decision's.
     var action: RecordAction?
     var reason: Reason?
+    /// The TLS-level rule that decided (R14-R17), when one did; else the policy lookup's (R7-R12).
+    var rule: RuleID?
     var message: String?
     /// False for what report mode only recorded; set when the record is logged.
     var enforced = true
@@ -82,7 +84,7 @@ struct LogRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
-        if let decision { fields.string("rule", decision.rule) }
+        if let rule = rule?.rawValue ?? decision?.rule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }
 

@@ -12,7 +12,15 @@ struct LoopMetrics {
     var bytesUp = 0
     var bytesDown = 0
     /// TLS handshakes the proxy refused or could not complete, by reason.
-    var handshakeFailures: [String: Int] = [:]
+    /// Keyed by reason and the rule that decided ("" when none did, e.g. an origin's own alert).
+    var handshakeFailures: [HandshakeKey: Int] = [:]
+
+    struct HandshakeKey: Hashable, Comparable {
+        var reason: String
+        var rule: String
+
+        static func < (lhs: HandshakeKey, rhs: HandshakeKey) -> Bool { (lhs.reason, lhs.rule) < (rhs.reason, rhs.rule) }
+    }
 
     mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
@@ -20,7 +28,9 @@ struct LoopMetrics {
         decisions[DecisionKey(action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown
-        if record.reason?.isHandshakeFailure == true { handshakeFailures[reason, default: 0] += 1 }
+        if record.reason?.isHandshakeFailure == true {
+            handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
+        }
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -69,8 +79,11 @@ enum PrometheusText {
         family("atsgate_connections_open", "gauge", "Client connections open now.", [("", "\(gauges.connectionsOpen)")])
         family("atsgate_bytes_total", "counter", "Payload bytes relayed, by direction (up is client to origin).",
                [(label(["direction": "up"]), "\(metrics.bytesUp)"), (label(["direction": "down"]), "\(metrics.bytesDown)")])
-        family("atsgate_tls_handshake_failures_total", "counter", "TLS handshakes refused or failed, by reason.",
-               metrics.handshakeFailures.sorted { $0.key < $1.key }.map { (label(["reason": $0.key]), "\($0.value)") })
+        family("atsgate_tls_handshake_failures_total", "counter",
+               "TLS handshakes refused or failed, by reason and the ATS-SPEC rule that decided (R14-R17; empty when none did).",
+               metrics.handshakeFailures.sorted { $0.key < $1.key }.map {
+                   (label(["reason": $0.key.reason, "rule": $0.key.rule]), "\($0.value)")
+               })
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
         family("atsgate_reloads_total", "counter", "Configuration reloads, by result.",

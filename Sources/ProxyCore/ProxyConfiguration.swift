@@ -40,6 +40,9 @@ public struct ProxyConfiguration: Sendable {
     public var sniMismatch: SNIMismatchAction = .block
     /// Roots for certificate checks: the system store plus --ca-file; nil for the system store only.
     public var trustStore: TrustStore?
+    /// R16 (Certificate Transparency) for leaves that chain to the system store; nil when off. With a
+    /// log list each SCT's log and signature are verified, without one they are only counted.
+    public var transparency: TransparencyCheck?
     /// Seconds a certificate verdict is reused, and how many are kept.
     public var verdictTimeToLive = 300.0
     public var verdictCacheCapacity = 4096

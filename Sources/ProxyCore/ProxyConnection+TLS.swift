@@ -124,10 +124,12 @@ extension ProxyConnection {
         let key: CertificateVerdictCache.Key
         let compute: @Sendable () -> ServerJudgement
         switch judgement {
-        case .chain(let chain):
+        case .chain(let chain, let scts):
             key = CertificateVerdictCache.Key(host: host, address: nil, requirements: policy.requirements,
-                                              pin: policy.pin, chain: chain)
-            compute = { judge.evaluate(chain: chain, host: host, requirements: policy.requirements, pin: policy.pin) }
+                                              pin: policy.pin, chain: chain, scts: scts)
+            compute = {
+                judge.evaluate(chain: chain, scts: scts, host: host, requirements: policy.requirements, pin: policy.pin)
+            }
         case .probe(let serverName):
             guard let address = upstreamAddress else { return }
             key = CertificateVerdictCache.Key(host: serverName ?? host, address: address,

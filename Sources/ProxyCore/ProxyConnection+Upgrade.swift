@@ -70,12 +70,18 @@ extension ProxyConnection {
             upstream.wantWrite(false)
             record.tlsVersion = tls.negotiatedVersion
             record.cipher = tls.cipherName
-            let verdict = tls.evaluatePeer(host: upgrade.destination.host.description, pin: upgrade.decision.pin)
+            let host = upgrade.destination.host.description
+            // R14 in the rules' own words (OpenSSL was configured from the same requirements).
+            if let facts = tls.handshakeFacts(host: host),
+               let failure = upgrade.decision.requirements.handshakeRules.evaluate(facts).failure {
+                return upgradeFailed(reason: failure.reason.rawValue, message: failure.message, rule: failure.rule)
+            }
+            let verdict = tls.evaluatePeer(host: host, pin: upgrade.decision.pin, transparency: context.judge.transparency)
             let judgement = ServerJudgement(verdict)
             record.certificate = judgement.certificate
             record.toleratedFindings = judgement.tolerated
             if let refusal = judgement.blocking {
-                return upgradeFailed(reason: refusal.reason, message: refusal.message)
+                return upgradeFailed(reason: refusal.reason, message: refusal.message, rule: refusal.rule)
             }
             startExchange(upgrade.head, destination: upgrade.destination)
         }
@@ -96,19 +102,23 @@ extension ProxyConnection {
         let timeout = context.configuration.handshakeTimeout
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
+        let transparency = context.judge.transparency
         BlockingPool.shared.submit {
-            let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements)
+            let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
+                .probe(target, requirements: requirements)
             let reason = result.failure?.blockReason?.rawValue ?? "upstream-tls"
             let message = result.failure?.message ?? "TLS to \(secure.host):\(secure.port) failed: \(problem)"
-            loop.execute { connection?.upgradeFailed(reason: reason, message: message) }
+            let rule = result.rule
+            loop.execute { connection?.upgradeFailed(reason: reason, message: message, rule: rule) }
         }
     }
 
-    private func upgradeFailed(reason: String, message: String, status: Int = 502) {
+    private func upgradeFailed(reason: String, message: String, status: Int = 502, rule: RuleID? = nil) {
         switch state {
         case .connecting, .upgrading: break
         default: return
         }
+        record.rule = rule
         upstreamTLS = nil
         upstream?.close()
         upstream = nil

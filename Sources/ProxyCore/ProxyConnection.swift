@@ -376,10 +376,11 @@ final class ProxyConnection {
         switch verdict {
         case .allow:
             return true
-        case .block(let reason, let message):
+        case .block(let reason, let message, let rule):
             record.action = .block
             record.reason = reason
             if let message { record.message = message }
+            if let rule { record.rule = rule }
             if context.configuration.mode == .report, !reason.enforcedInReportMode { return true }
         case .upgrade, .redirect:
             record.action = .upgrade

@@ -25,7 +25,7 @@ final class ProxyContext: Sendable {
         self.generation = generation
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
         resolver = Resolver(pinned: configuration.resolve)
-        judge = ServerJudge(store: configuration.trustStore)
+        judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)
     }

@@ -20,7 +20,7 @@ enum ProxyResponse {
         switch verdict {
         case .allow, .upgrade:
             return render(status: 200, body: "", keepAlive: keepAlive)
-        case .block(let reason, let message):
+        case .block(let reason, let message, _):
             let text = message ?? decisionMessage() ?? reason.rawValue
             return render(status: 403, headers: [("X-ATS-Action", "block"), ("X-ATS-Reason", reason.rawValue)],
                           body: text + "\n", keepAlive: keepAlive)

@@ -9,16 +9,22 @@ struct ServerJudge: Sendable {
     private static let systemStore: TrustStore? = try? TrustStore()
 
     let store: TrustStore?
+    /// R16 (`--certificate-transparency`, `--ct-log-list`); nil when off.
+    let transparency: TransparencyCheck?
 
-    init(store: TrustStore?) {
+    init(store: TrustStore?, transparency: TransparencyCheck? = nil) {
         self.store = store ?? ServerJudge.systemStore
+        self.transparency = transparency
     }
 
-    /// R15/R17 on the chain a TLS 1.2-or-lower server sent.
-    func evaluate(chain: [[UInt8]], host: String, requirements: Requirements, pin: PinnedDomain?) -> ServerJudgement {
+    /// R15, R15a, R16 and R17 on the chain a TLS 1.2-or-lower server sent, with the SCTs its
+    /// ServerHello carried.
+    func evaluate(chain: [[UInt8]], scts: [[UInt8]] = [], host: String, requirements: Requirements,
+                  pin: PinnedDomain?) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
+        let presented = transparency == nil ? [] : scts.map { PresentedSCT(source: .tlsExtension, bytes: $0) }
         let verdict = CertificateEvaluator.evaluate(chain: chain, host: host, requirements: requirements, pin: pin,
-                                                    store: store)
+                                                    store: store, transparency: transparency, presentedSCTs: presented)
         return ServerJudgement(verdict)
     }
 
@@ -27,7 +33,8 @@ struct ServerJudge: Sendable {
                pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
         let target = ProbeTarget(host: serverName ?? host, port: address.port, addresses: [address.ip.description])
-        let result = TLSProbe(store: store, timeout: timeout).probe(target, requirements: requirements, pin: pin)
+        let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
+            .probe(target, requirements: requirements, pin: pin)
         if let session = result.session { return ServerJudgement(session.certificate) }
         let failure = result.failure?.description ?? "no answer"
         let message = "the certificate of \(host) could not be checked: a probe of \(address) failed (\(failure))"
@@ -55,7 +62,8 @@ extension ServerJudgement {
         if let finding = verdict.blockingFinding {
             // INTERFACE.md: a handshake refused by policy gets insufficient_security (only a version
             // refusal gets protocol_version); the reason itself is in the log.
-            blocking = Refusal(reason: finding.reason.rawValue, message: finding.message, alert: .insufficientSecurity)
+            blocking = Refusal(reason: finding.reason.rawValue, message: finding.message, alert: .insufficientSecurity,
+                               rule: finding.rule)
         }
         let tolerated = verdict.toleratedFindings
         self.tolerated = tolerated.map(\.reason.rawValue)

@@ -22,8 +22,8 @@ struct TLSInspection {
 
     /// How the certificate is to be judged.
     enum Judgement: Equatable {
-        /// TLS 1.2 and below: the chain the server sent, in the clear.
-        case chain([[UInt8]])
+        /// TLS 1.2 and below: the chain the server sent, in the clear, and the SCTs its ServerHello carried.
+        case chain([[UInt8]], scts: [[UInt8]])
         /// TLS 1.3 (the certificate is encrypted) or a resumption: a probe of the same address with
         /// the client's server name.
         case probe(serverName: String?)
@@ -155,7 +155,7 @@ struct TLSInspection {
             } else if message.type == .certificate, let hello = serverHello {
                 guard hello.negotiatedVersion < 0x0304 else { continue }
                 let chain = (try? CertificateMessage(message, format: .tls12))?.certificates ?? []
-                return steps + judge(.chain(chain))
+                return steps + judge(.chain(chain, scts: hello.signedCertificateTimestamps))
             } else if message.type == .serverHelloDone, serverHello != nil {
                 // A TLS 1.2 flight without a Certificate (PSK or anonymous suites): probe instead.
                 return steps + judge(.probe(serverName: clientHello?.serverName))
@@ -181,12 +181,15 @@ struct TLSInspection {
         if hello.isHelloRetryRequest { clientReader.serverSentHelloRetryRequest() }
         serverHello = hello
         var steps: [Step] = []
-        if let violation = policy.requirements.wireViolation(version: version, suite: hello.cipherSuite,
-                                                             host: policy.destination.host.description,
-                                                             versionName: TLSProtocolVersion.name(for: version),
-                                                             suiteName: CipherSuite.name(for: hello.cipherSuite)) {
-            let alert: AlertDescription = violation.reason == .tlsVersion ? .protocolVersion : .insufficientSecurity
-            steps.append(.refuse(.block(Reason(violation.reason), message: violation.message), alert))
+        // R14, the same rules the probe, the upgrade and diagnose ask.
+        let facts = HandshakeFacts(version: version, cipherSuite: hello.cipherSuite,
+                                   extendedMasterSecret: hello.extendedMasterSecret,
+                                   host: policy.destination.host.description,
+                                   versionName: TLSProtocolVersion.name(for: version),
+                                   suiteName: CipherSuite.name(for: hello.cipherSuite))
+        if !hello.isHelloRetryRequest, let failure = policy.requirements.handshakeRules.evaluate(facts).failure {
+            let alert: AlertDescription = failure.reason == .tlsVersion ? .protocolVersion : .insufficientSecurity
+            steps.append(.refuse(.block(Reason(failure.reason), message: failure.message, rule: failure.rule), alert))
         }
         if hello.isHelloRetryRequest {
             // The client needs the HelloRetryRequest to send its second ClientHello: pass the held
@@ -224,7 +227,8 @@ struct TLSInspection {
     /// A verdict that blocks, as a refusal.
     static func refusal(_ judgement: ServerJudgement) -> Step? {
         guard let blocking = judgement.blocking else { return nil }
-        return .refuse(.block(Reason(rawValue: blocking.reason) ?? .upstreamTLS, message: blocking.message), blocking.alert)
+        return .refuse(.block(Reason(rawValue: blocking.reason) ?? .upstreamTLS, message: blocking.message,
+                              rule: blocking.rule), blocking.alert)
     }
 
     /// Clears every held server byte for the client and stops watching.

@@ -105,8 +105,9 @@ enum Verdict {
     case allow
     /// Carry a plain request to the origin over TLS (`--cleartext upgrade`).
     case upgrade
-    /// Refused by ATS or an access rule. A nil message is the decision's own (formatted lazily).
-    case block(Reason, message: String?)
+    /// Refused by ATS or an access rule. A nil message is the decision's own (formatted lazily); a
+    /// TLS-level refusal names its rule (R14-R17), which the record logs instead of the lookup's.
+    case block(Reason, message: String?, rule: RuleID? = nil)
     /// A redirect to the https URL (`--cleartext redirect`).
     case redirect(location: String)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).

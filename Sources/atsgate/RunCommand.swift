@@ -102,6 +102,18 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds a certificate verdict is reused.", valueName: "seconds"))
     var verdictTtl = 300.0
 
+    @Option(name: .long, help: """
+        Certificate Transparency (R16) for leaves that chain to the system store: on counts the SCTs \
+        with distinct log ids against Apple's thresholds (2 for a lifetime up to 180 days, 3 above). \
+        WITHOUT --ct-log-list THE SCTs ARE COUNTED, NOT VERIFIED. Off by default.
+        """)
+    var certificateTransparency: Switch = .off
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Apple's CT log list (JSON): verify each SCT's log and signature (implies --certificate-transparency on).
+        """, valueName: "file"))
+    var ctLogList: String?
+
     @Option(name: .long, help: ArgumentHelp("Seconds the inspected part of a TLS handshake may take.",
                                             valueName: "seconds"))
     var handshakeTimeout = 10.0
@@ -167,6 +179,15 @@ struct RunCommand: ParsableCommand {
             configuration.trustStore = try TrustStore(caFiles: caFile)
         } catch {
             throw CommandFailure(message: "--ca-file: \(error.description)")
+        }
+        if let ctLogList {
+            do {
+                configuration.transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
+            } catch {
+                throw CommandFailure(message: "--ct-log-list: \(error.description)")
+            }
+        } else if certificateTransparency == .on {
+            configuration.transparency = TransparencyCheck()
         }
         return configuration
     }

@@ -19,6 +19,7 @@ import Testing
             let record = try #require(records.first)
             #expect(record["action"] as? String == "block", "\(leaf) \(version)")
             #expect(record["reason"] as? String == reason, "\(leaf) \(version): \(record["message"] ?? "")")
+            #expect(record["rule"] as? String == "R15a", "\(leaf) \(version): the record names the rule that refused")
             #expect((record["message"] as? String ?? "").contains("R15a"), "\(record["message"] ?? "")")
         }
     }

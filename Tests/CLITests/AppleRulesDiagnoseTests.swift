@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// R15a, R16 and R18 end to end: `atsgate diagnose` and `diagnose --system` against real Python TLS
 /// origins serving leaves of the test PKI on loopback.

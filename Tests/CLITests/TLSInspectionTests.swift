@@ -80,6 +80,7 @@ import TestSupport
         let record = try #require(records.first)
         #expect(record["action"] as? String == "block")
         #expect(record["reason"] as? String == "tls-version")
+        #expect(record["rule"] as? String == "R14", "a TLS-level refusal names its rule, not the policy lookup's")
         #expect(record["tls_version"] as? String == "TLSv1.0")
         #expect((record["message"] as? String ?? "").contains("NSExceptionMinimumTLSVersion=TLSv1.0"))
 
@@ -95,6 +96,7 @@ import TestSupport
         #expect(run.stderr.contains("alert insufficient security"), "\(run.stderr)")
         let (_, records) = try daemon.stop()
         #expect(records.first?["reason"] as? String == "cipher-suite")
+        #expect(records.first?["rule"] as? String == "R14")
         #expect(records.first?["cipher"] as? String == "TLS_RSA_WITH_AES_128_CBC_SHA")
 
         let (allowed, _) = try Self.daemon(port: origin.port,
@@ -122,6 +124,7 @@ import TestSupport
             let record = try #require(records.first)
             #expect(record["action"] as? String == "block", "\(leaf) \(version)")
             #expect(record["reason"] as? String == reason, "\(leaf) \(version): \(record["message"] ?? "")")
+            #expect(record["rule"] as? String == "R15", "\(leaf) \(version)")
             #expect(record["cert_subject"] != nil, "\(leaf): the certificate is named in the log")
         }
     }
@@ -185,6 +188,7 @@ import TestSupport
         let (_, records) = try daemon.stop()
         let record = try #require(records.first)
         #expect(record["reason"] as? String == "tls-version")
+        #expect(record["rule"] as? String == "R14", "a TLS-level refusal names its rule, not the policy lookup's")
         #expect(record["enforced"] as? Bool == false)
     }
 

@@ -73,4 +73,33 @@ import TestSupport
         #expect(record["reason"] == "server-alert")
         #expect(record["message"]?.contains("protocol_version") == true, "\(record)")
     }
+
+    /// A TLS 1.0 server refused on the wire: the record and the /metrics handshake failure both name
+    /// R14, the rule that decided, not the policy lookup's.
+    @Test func aRefusedHandshakeNamesItsRuleInTheRecordAndTheMetrics() throws {
+        let captured = CapturedHandshakes.tls10
+        let origin = try RawOrigin(answeringFirstBytesWith: captured.serverToClient)
+        let (server, log, port) = try start {
+            $0.connectPorts = [origin.port]
+            $0.resolve = ["api.example.com": [.v4(0x7F00_0001)]]
+        }
+        defer { stop(server) }
+        let client = try RawClient(port: port)
+        client.send("CONNECT api.example.com:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
+        client.send(captured.clientToServer)
+        let alert = Array(client.readAll().utf8)
+        #expect(alert.first == 0x15 && alert.last == 70, "a protocol_version alert: \(alert)")
+        let record = try #require(log.wait(for: 1).first)
+        #expect(record["reason"] == "tls-version")
+        #expect(record["rule"] == "R14")
+        let rendered = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var metrics = ""
+        server.renderMetrics(on: DispatchQueue(label: "test.metrics")) { text in
+            metrics = text
+            rendered.signal()
+        }
+        #expect(rendered.wait(timeout: .now() + 10) == .success)
+        #expect(metrics.contains("atsgate_tls_handshake_failures_total{reason=\"tls-version\",rule=\"R14\"} 1\n"), "\(metrics)")
+    }
 }

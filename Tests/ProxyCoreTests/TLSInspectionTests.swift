@@ -24,11 +24,11 @@ import TLSWire
             case .note: "note"
             case .refuse(let verdict, let alert):
                 switch verdict {
-                case .block(let reason, _): "refuse block \(reason.rawValue) \(alert)"
+                case .block(let reason, _, let rule): "refuse block \(reason.rawValue) \(alert)\(rule.map { " " + $0.rawValue } ?? "")"
                 case .answer(_, let reason, _, _, _), .fail(let reason, _, _): "refuse error \(reason.rawValue) \(alert)"
                 default: "refuse"
                 }
-            case .judge(.chain(let chain), let holding): "judge chain(\(chain.count)) holding=\(holding)"
+            case .judge(.chain(let chain, _), let holding): "judge chain(\(chain.count)) holding=\(holding)"
             case .judge(.probe(let name), let holding): "judge probe(\(name ?? "-")) holding=\(holding)"
             case .serverAlert(let alert): "server-alert \(alert.summary)"
             case .release: "release"
@@ -85,7 +85,7 @@ import TLSWire
         var watched = try inspection()
         _ = watched.receiveFromClient(captured.clientToServer)
         let steps = names(watched.receiveFromOrigin(captured.serverToClient, ended: false))
-        #expect(steps.first == "refuse block tls-version protocol_version(70)")
+        #expect(steps.first == "refuse block tls-version protocol_version(70) R14")
         #expect(watched.toClient.isEmpty, "nothing of the refused server flight is cleared")
     }
 
@@ -94,7 +94,7 @@ import TLSWire
         var watched = try inspection()
         _ = watched.receiveFromClient(captured.clientToServer)
         let steps = names(watched.receiveFromOrigin(captured.serverToClient, ended: false))
-        #expect(steps.first == "refuse block cipher-suite insufficient_security(71)")
+        #expect(steps.first == "refuse block cipher-suite insufficient_security(71) R14")
         // In report mode the refusal is only recorded: the steps after it judge the certificate.
         #expect(steps.dropFirst().first == "judge chain(1) holding=true")
     }

@@ -2,6 +2,7 @@ import ATSPolicy
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 import TLSClient
 
 /// TLSConnection as the proxy's upgrade mode drives it: non-blocking, over a socket the caller owns.

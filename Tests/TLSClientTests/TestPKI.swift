@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The directory to remove when the test process exits.
 nonisolated(unsafe) private var made: String?
