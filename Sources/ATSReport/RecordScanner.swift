@@ -1,11 +1,11 @@
 /// Reads the fields of a decision record that the report needs straight from the bytes of one JSON line.
 ///
 /// Not a general JSON parser, and deliberately not Foundation's: a million-record log is mostly messages
-/// and byte counts the report never looks at, so values are skipped with `memchr`-speed scans and only
-/// the wanted ones are kept, as spans of the line. The line is still checked as JSON structure (an
-/// object of key/value pairs with balanced strings, arrays and objects), so a line of another program
-/// or a truncated last line is refused as "not a record" rather than half-read. Unknown fields, of any
-/// type, are skipped: the log format grows.
+/// and byte counts the report never looks at, so strings are skipped eight bytes at a time and only the
+/// wanted values are kept, as spans of the line. The line is still checked as JSON structure (an object
+/// of key/value pairs with balanced strings, arrays and objects), so a line of another program or a
+/// truncated last line is refused as "not a record" rather than half-read. Unknown fields, of any type,
+/// are skipped: the log format grows. (Numbers and literals are taken as written, not validated.)
 public struct RecordScanner {
     /// A value's bytes within the line: a string's contents without quotes, or a literal's text.
     public struct Span: Equatable, Sendable {

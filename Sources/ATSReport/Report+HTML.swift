@@ -23,7 +23,7 @@ extension Report {
         out += "<p class=\"verdict\">\(HTMLPage.escape(verdict))</p>"
         let skipped = summary.inputs.reduce(0) { $0 + $1.notRecords + $1.missingFields }
         out += "<p>\(summary.records) records from \(summary.inputs.count) log\(summary.inputs.count == 1 ? "" : "s")"
-        out += skipped > 0 ? ", \(skipped) lines skipped" : ""
+        out += skipped > 0 ? ", \(skipped) line\(skipped == 1 ? "" : "s") skipped" : ""
         out += " &middot; profile \(options.profile.rawValue) &middot; \(apps.count) app\(apps.count == 1 ? "" : "s")</p></header>\n"
 
         out += "<section class=\"charts\">\n"

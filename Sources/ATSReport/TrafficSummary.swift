@@ -26,6 +26,37 @@ public enum LoggedAction: Int, CaseIterable, Sendable {
     }
 }
 
+/// Records per logged action: five counters in place (an array would be one more allocation to check
+/// and retain per record).
+public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
+    private var allow = 0, block = 0, upgrade = 0, error = 0, other = 0
+
+    public subscript(action: LoggedAction) -> Int {
+        get {
+            switch action {
+            case .allow: allow
+            case .block: block
+            case .upgrade: upgrade
+            case .error: error
+            case .other: other
+            }
+        }
+        set {
+            switch action {
+            case .allow: allow = newValue
+            case .block: block = newValue
+            case .upgrade: upgrade = newValue
+            case .error: error = newValue
+            case .other: other = newValue
+            }
+        }
+    }
+
+    public var description: String {
+        LoggedAction.allCases.map { "\($0.name)=\(self[$0])" }.joined(separator: " ")
+    }
+}
+
 /// One TLS handshake outcome seen for a destination: the version and suite names as logged.
 public struct Handshake: Hashable, Sendable {
     public var version: String
@@ -39,8 +70,8 @@ public struct DestinationTraffic: Sendable {
     public var host: String
     public var port: Int
     public var records = 0
-    /// Records per `LoggedAction.rawValue`.
-    public var actions = [Int](repeating: 0, count: LoggedAction.allCases.count)
+    /// Records per action.
+    public var actions = ActionCounts()
     /// Records per reason code (any code, known or not).
     public var reasons: [String: Int] = [:]
     /// Milliseconds since the epoch.
@@ -55,6 +86,16 @@ public struct DestinationTraffic: Sendable {
     public var reportOnlyBlocks = 0
     /// The message of the first block, as logged.
     public var blockMessage: String?
+    /// The builder's memory of the last values seen, so a run of equal ones costs no table lookup.
+    var run = Run()
+
+    struct Run: Sendable {
+        var reason = -1
+        var reasonCount = 0
+        var handshake = -1
+        var exception = -1
+    }
+
     /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
     /// a record without one is the app's.
     var contextBits: UInt8 = 0
@@ -69,7 +110,7 @@ public struct DestinationTraffic: Sendable {
     public var ciphers: [String] { Set(handshakes.compactMap(\.cipher)).sorted() }
     public var url: String { "\(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 
-    public func count(_ action: LoggedAction) -> Int { actions[action.rawValue] }
+    public func count(_ action: LoggedAction) -> Int { actions[action] }
 
     /// What identifies the destination across logs.
     var key: String { "\(app)\u{0}\(scheme)\u{0}\(host)\u{0}\(port)" }
@@ -77,7 +118,7 @@ public struct DestinationTraffic: Sendable {
     /// Adds another part's records of the same destination.
     mutating func merge(_ other: DestinationTraffic) {
         records += other.records
-        for index in actions.indices { actions[index] += other.actions[index] }
+        for action in LoggedAction.allCases { actions[action] += other.actions[action] }
         reasons.merge(other.reasons, uniquingKeysWith: +)
         firstTime = min(firstTime, other.firstTime)
         lastTime = max(lastTime, other.lastTime)
@@ -281,6 +322,8 @@ public struct TrafficSummaryBuilder {
     private var isCertificateReason: [Bool] = []
     /// Per interned User-Agent: its load context's bit (0 until classified).
     private var contextBitOf: [UInt8] = []
+    private var lastUserAgent: [UInt8] = []
+    private var lastUserAgentBit: UInt8 = 1
     private var inputs: [InputStats] = []
     private var buckets = TimeBuckets()
     private var undirected: [String: [String: Int]] = [:]
@@ -363,18 +406,23 @@ public struct TrafficSummaryBuilder {
                 scheme: RecordScanner.string(fields.scheme, in: line),
                 host: RecordScanner.string(fields.host, in: line), port: fields.port))
         }
-        destinations[slot].records += 1
-        destinations[slot].actions[action.rawValue] += 1
-        destinations[slot].contextBits |= contextBit(fields.userAgent, line)
-        if time < destinations[slot].firstTime { destinations[slot].firstTime = time }
-        if time > destinations[slot].lastTime { destinations[slot].lastTime = time }
-
-        if fields.reason.isPresent {
-            let reason = intern(fields.reason, line)
-            reasonCounts[Pair(slot: slot, value: reason), default: 0] += 1
+        // Values first (interning mutates the builder), then one in-place update of the destination.
+        let reason = fields.reason.isPresent ? intern(fields.reason, line) : -1
+        let handshake = fields.tlsVersion.isPresent
+            ? intern(fields.tlsVersion, line) << 32 | (fields.cipher.isPresent ? intern(fields.cipher, line) + 1 : 0) : -1
+        let exception = fields.exception.isPresent ? intern(fields.exception, line) : -1
+        let bit = contextBit(fields.userAgent, line)
+        if reason >= 0 {
             while isCertificateReason.count <= reason {
                 isCertificateReason.append(strings[isCertificateReason.count].hasPrefix("certificate-"))
             }
+        }
+        let update = TrafficSummaryBuilder.update(&destinations[slot], action: action, time: time, contextBit: bit,
+                                                  reason: reason, handshake: handshake, exception: exception)
+        if let flushed = update.flushedReason { reasonCounts[Pair(slot: slot, value: flushed.id), default: 0] += flushed.count }
+        if update.newHandshake { handshakes.insert(Pair(slot: slot, value: handshake)) }
+        if update.newException { exceptions.insert(Pair(slot: slot, value: exception)) }
+        if reason >= 0 {
             if isCertificateReason[reason] { destinations[slot].certificateFindings.insert(strings[reason]) }
             if action == .block {
                 if fields.enforced == false { destinations[slot].reportOnlyBlocks += 1 }
@@ -383,23 +431,53 @@ public struct TrafficSummaryBuilder {
                 }
             }
         }
-        if fields.tlsVersion.isPresent {
-            let version = intern(fields.tlsVersion, line)
-            let cipher = fields.cipher.isPresent ? intern(fields.cipher, line) + 1 : 0
-            handshakes.insert(Pair(slot: slot, value: version << 32 | cipher))
-        }
-        if fields.exception.isPresent {
-            exceptions.insert(Pair(slot: slot, value: intern(fields.exception, line)))
-        }
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
         }
     }
 
+    /// What a record changes in its destination, in one access. Runs of the same reason, handshake or
+    /// exception (a client repeating itself) only touch the destination; a change of value reports
+    /// what the builder's tables must take.
+    private static func update(_ destination: inout DestinationTraffic, action: LoggedAction, time: Int64,
+                               contextBit: UInt8, reason: Int, handshake: Int, exception: Int)
+        -> (flushedReason: (id: Int, count: Int)?, newHandshake: Bool, newException: Bool) {
+        destination.records += 1
+        destination.actions[action] += 1
+        destination.contextBits |= contextBit
+        if time < destination.firstTime { destination.firstTime = time }
+        if time > destination.lastTime { destination.lastTime = time }
+        var flushed: (id: Int, count: Int)?
+        if reason >= 0 {
+            if destination.run.reason == reason {
+                destination.run.reasonCount += 1
+            } else {
+                if destination.run.reason >= 0 { flushed = (destination.run.reason, destination.run.reasonCount) }
+                destination.run.reason = reason
+                destination.run.reasonCount = 1
+            }
+        }
+        let newHandshake = handshake >= 0 && destination.run.handshake != handshake
+        if newHandshake { destination.run.handshake = handshake }
+        let newException = exception >= 0 && destination.run.exception != exception
+        if newException { destination.run.exception = exception }
+        return (flushed, newHandshake, newException)
+    }
+
     /// The load context of a record, as a bit; User-Agents are few, so each is classified once.
     private mutating func contextBit(_ userAgent: RecordScanner.Span, _ line: UnsafeRawBufferPointer) -> UInt8 {
         guard userAgent.isPresent else { return 1 }
+        // Records come in runs from one client: the last User-Agent is compared before any hashing.
+        let bytes = span(userAgent, line)
+        if !userAgent.escaped, bytes.count > 0, bytes.count == lastUserAgent.count,
+           lastUserAgent.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+            return lastUserAgentBit
+        }
         let id = intern(userAgent, line)
+        defer {
+            lastUserAgent = Array(bytes)
+            lastUserAgentBit = contextBitOf[id]
+        }
         while contextBitOf.count <= id { contextBitOf.append(0) }
         if contextBitOf[id] == 0 {
             let context = LoadContext.infer(userAgent: strings[id])
@@ -410,6 +488,10 @@ public struct TrafficSummaryBuilder {
 
     public func finish() -> TrafficSummary {
         var result = destinations
+        var reasonCounts = self.reasonCounts
+        for (slot, destination) in destinations.enumerated() where destination.run.reason >= 0 {
+            reasonCounts[Pair(slot: slot, value: destination.run.reason), default: 0] += destination.run.reasonCount
+        }
         for (key, count) in reasonCounts { result[key.slot].reasons[strings[key.value], default: 0] += count }
         for key in handshakes {
             let cipher = key.value & 0xFFFF_FFFF

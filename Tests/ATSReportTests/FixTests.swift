@@ -236,6 +236,17 @@ extension FixTests {
         #expect(app.unused.map(\.change.summary) == ["remove NSAllowsArbitraryLoadsForMedia"])
     }
 
+    @Test func emptyAndRepeatedUserAgentsAreTheApps() throws {
+        let empty = #","user_agent":"""#
+        let app = try F.app(Self.policy, [
+            F.record("http", "a.example.com", 80, extra: empty), F.record("http", "a.example.com", 80, extra: empty),
+            F.record("http", "v.example.com", 80, extra: Self.media), F.record("http", "v.example.com", 80, extra: Self.media),
+            F.record("http", "a.example.com", 80, extra: Self.app),
+        ])
+        #expect(app.destination("http://a.example.com:80")?.traffic.contexts == [.app])
+        #expect(app.destination("http://v.example.com:80")?.traffic.contexts == [.media])
+    }
+
     @Test func aDestinationLoadedFromTheAppAndByMediaIsJudgedInBoth() throws {
         let app = try F.app(Self.policy, [
             F.record("http", "cdn.example.com", 80, extra: Self.media),
