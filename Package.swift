@@ -83,7 +83,7 @@ let package = Package(
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "POSIX", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient"]),
+        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),
     ]

@@ -82,16 +82,5 @@ private func canConnect(_ host: String, _ port: Int) -> Bool {
 
 /// A loopback listener that never accepts.
 private func silentListener() throws -> (Int32, Int) {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let ok = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    guard ok else { close(fd); throw HarnessError("cannot open a loopback listener") }
-    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    try loopbackListener(backlog: 8)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Glibc
 
 /// `openssl s_server -www` on an ephemeral loopback port, serving a certificate of the test PKI.
@@ -62,19 +63,7 @@ final class SilentListener {
     let port: Int
 
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { close(fd); throw HarnessError("cannot listen on loopback") }
-        self.fd = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try loopbackListener(backlog: 8)
     }
 
     deinit { close(fd) }

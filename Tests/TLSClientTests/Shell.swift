@@ -1,10 +1,6 @@
 import Foundation
 import Glibc
-
-struct HarnessError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
+import TestSupport
 
 /// Runs programs to completion, bounded in time.
 enum Shell {

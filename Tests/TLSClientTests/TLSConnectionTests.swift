@@ -9,19 +9,7 @@ import TLSClient
 @Suite(.serialized) struct TLSConnectionTests {
     /// A connected non-blocking loopback socket.
     static func connect(port: Int) throws -> Int32 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else { close(fd); throw HarnessError("connect to \(port) failed") }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        return fd
+        try connectLoopback(port: port, nonBlocking: true)
     }
 
     /// Repeats `step` until it stops asking to wait, polling the socket as asked; bounded.

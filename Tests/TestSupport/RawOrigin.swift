@@ -30,24 +30,9 @@ public final class RawOrigin: @unchecked Sendable {
         self.reply = bytes
         self.closeAfterReply = closeAfterReply
         self.answerFirstBytes = answerFirstBytes
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var yes: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound, listen(fd, 16) == 0 else {
-            Glibc.close(fd)
-            throw HarnessError("raw origin cannot listen")
-        }
+        let (fd, port) = try loopbackListener()
+        self.port = port
         listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
