@@ -18,11 +18,23 @@ public func fuzzChunkedScanner(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CI
         fuzzCheck(whole == byteByByte, "whole \(whole), byte by byte \(byteByByte)")
     }
 
+    // What the scanner accepts is what RFC 9112's grammar accepts (issue 13: chunk sizes,
+    // extensions, line endings, trailer fields).
+    if fuzzHTTPStrict {
+        let reference = ChunkedBodyGrammar(body)
+        switch whole {
+        case .done(let count): fuzzCheck(reference == .complete(count), "scanned as done(\(count)), the grammar says \(reference)")
+        case .wantsMore: fuzzCheck(reference == .incomplete, "scanned as wanting more, the grammar says \(reference)")
+        case .malformed: fuzzCheck(reference == .invalid, "scanned as malformed, the grammar says \(reference)")
+        }
+    }
+
     // The input as the payload of a well-formed body, which must end exactly where it was written to.
     let encoded = encodeChunked(body, control: control)
     var stream = encoded
     stream += Array("GET /next HTTP/1.1\r\n\r\n".utf8)
     stream.withUnsafeBytes { stream in
+        fuzzCheck(ChunkedBodyGrammar(stream) == .complete(encoded.count), "the reference grammar refuses a body")
         let expected = ChunkedScan.done(encoded.count)
         let once = ChunkedScan(stream, cuts: [])
         fuzzCheck(once == expected, "a well-formed body of \(encoded.count) bytes scanned as \(once)")

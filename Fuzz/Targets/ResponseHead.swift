@@ -92,13 +92,3 @@ enum ResponseHeadOutcome: Equatable {
         }
     }
 }
-
-/// RFC 9110 section 5.6.2.
-func isTokenByte(_ byte: UInt8) -> Bool {
-    switch byte {
-    case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-        true
-    default:
-        Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
-    }
-}
