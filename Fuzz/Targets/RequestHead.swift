@@ -53,6 +53,8 @@ public func fuzzRequestHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
                       "forwarding changed the framing: chunked \(head.chunked) -> \(again.chunked), "
                           + "Content-Length \(String(describing: head.contentLength)) -> "
                           + "\(String(describing: again.contentLength))")
+            fuzzCheck(singleDecimalContentLength(again.bytes, again.fields),
+                      "a repeated, listed or non-decimal Content-Length forwarded")
             // One Host, naming the absolute-form authority (RFC 9112 section 3.2.2).
             fuzzCheck(again.fields.filter { $0.kind == .host }.count == 1, "the forwarded head has several Host fields")
         }

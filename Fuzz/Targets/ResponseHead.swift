@@ -42,6 +42,8 @@ public func fuzzResponseHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
             fuzzCheck(!(again.fields.contains { $0.kind == .contentLength }
                             && again.fields.contains { $0.kind == .transferEncoding }),
                       "both Content-Length and Transfer-Encoding sent to the client")
+            fuzzCheck(singleDecimalContentLength(again.bytes, again.fields),
+                      "a repeated, listed or non-decimal Content-Length sent to the client")
         }
     }
     return 0
