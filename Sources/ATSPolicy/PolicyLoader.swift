@@ -187,12 +187,26 @@ public enum PolicyLoader {
         return nsError.localizedDescription
     }
 
+    /// Foundation's reason, kept on one line: it quotes the file (`Encountered unknown tag plise as
+    /// runni...`), and a crafted file could otherwise put line breaks, NULs or terminal escapes into
+    /// the one-line error that lands in logs and the journal.
     private static func decodeFailure(_ error: any Error) -> String {
+        let reason: String
         if case DecodingError.dataCorrupted(let context) = error {
             let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return (detail ?? context.debugDescription).trimmingCharacters(in: .whitespacesAndNewlines)
+            reason = (detail ?? context.debugDescription).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            reason = String(describing: error)
         }
-        return String(describing: error)
+        var line = ""
+        for scalar in reason.unicodeScalars {
+            if scalar.properties.generalCategory == .control {
+                line += scalar.escaped(asASCII: true)
+            } else {
+                line.unicodeScalars.append(scalar)
+            }
+        }
+        return line
     }
 }
 

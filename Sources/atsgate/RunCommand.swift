@@ -219,10 +219,10 @@ struct RunCommand: ParsableCommand {
         server.start()
         var where_ = server.boundAddresses.map(\.description).joined(separator: ", ")
         if let adminAddress = server.adminAddress { where_ += "; admin on \(adminAddress)" }
-        ServiceManager.say("listening on \(where_) (policy \(configuration.policyLabel), "
-            + "profile \(options.profile.rawValue), mode \(mode.rawValue))")
+        let line = "listening on \(where_) (policy \(configuration.policyLabel), "
+            + "profile \(options.profile.rawValue), mode \(mode.rawValue))"
         ServiceLifecycle(server: server, arguments: Array(CommandLine.arguments.dropFirst()),
-                         gracePeriod: gracePeriod).start()
+                         gracePeriod: gracePeriod, announce: { ServiceManager.say(line) }).start()
         dispatchMain()
     }
 

@@ -21,19 +21,41 @@ final class ServiceLifecycle: @unchecked Sendable {
     /// Reloads run one at a time, off the event loops and off the signal queue.
     private let reloadQueue = DispatchQueue(label: "atsgate.reload")
     private var sources: [DispatchSourceSignal] = []
+    /// Said once the signal handlers are in place (the "listening" line).
+    private let announce: @Sendable () -> Void
+    /// Signal sources registered so far; touched on the main queue only.
+    private var registered = 0
     private var stopping = false
     private var lastReload = "none"
 
-    init(server: ProxyServer, arguments: [String], gracePeriod: Double) {
+    init(server: ProxyServer, arguments: [String], gracePeriod: Double, announce: @escaping @Sendable () -> Void) {
         self.server = server
         self.arguments = arguments
         self.gracePeriod = gracePeriod
+        self.announce = announce
     }
 
+    /// Installs the signal handlers; once they are in place, announces and tells the service manager
+    /// READY.
     func start() {
-        on(SIGHUP) { [self] in reload() }
-        on(SIGTERM) { [self] in stop(grace: gracePeriod, signal: "SIGTERM") }
-        on(SIGINT) { [self] in stop(grace: min(gracePeriod, 1), signal: "SIGINT") }
+        let handlers: [(Int32, () -> Void)] = [
+            (SIGHUP, { [self] in reload() }),
+            (SIGTERM, { [self] in stop(grace: gracePeriod, signal: "SIGTERM") }),
+            (SIGINT, { [self] in stop(grace: min(gracePeriod, 1), signal: "SIGINT") }),
+        ]
+        for (signalNumber, handler) in handlers { on(signalNumber, handler, of: handlers.count) }
+    }
+
+    /// Runs on the main queue as each signal source is registered; the "listening" line and READY
+    /// wait for all of them. libdispatch registers a source later, from its manager queue, and until
+    /// then the signal is SIG_IGN: a SIGHUP or SIGTERM sent on seeing either was lost (found under
+    /// AddressSanitizer, where a test's reload right after READY never happened). After
+    /// dispatchMain the main queue is drained by Dispatch's worker threads, so what this reads was set
+    /// in init or is passed in (ThreadSanitizer sees no order between it and `start`).
+    private func sourceRegistered(of total: Int) {
+        registered += 1
+        guard registered == total else { return }
+        announce()
         ServiceManager.ready(status: status())
         startWatchdog()
         // The status line's counts move; refresh it now and then (cheap: one datagram).
@@ -47,10 +69,11 @@ final class ServiceLifecycle: @unchecked Sendable {
     private var statusTimer: DispatchSourceTimer?
     private var watchdogTimer: DispatchSourceTimer?
 
-    private func on(_ signalNumber: Int32, _ handler: @escaping () -> Void) {
+    private func on(_ signalNumber: Int32, _ handler: @escaping () -> Void, of total: Int) {
         signal(signalNumber, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .main)
         source.setEventHandler(handler: handler)
+        source.setRegistrationHandler { [self] in sourceRegistered(of: total) }
         source.resume()
         sources.append(source)
     }

@@ -240,6 +240,9 @@ struct PolicyLoaderTests {
         // Foundation would read these as OpenStep plists (a string, data).
         BadInput("bplist and a word", Data("bplistword".utf8), ["binary property list"]),
         BadInput("OpenStep data in angle brackets", "<616263>", "XML property list"),
+        // Found by Fuzz/Targets/PolicyLoader.swift: Foundation's reason quotes the bytes after the tag.
+        BadInput("an unknown tag followed by a line break and a NUL",
+                 "<?xml version=\"1.0\"?>\n<plise as\nrun\u{0}\u{1B}[31m", "XML property list"),
         BadInput("broken JSON", "{\"NSAllowsArbitraryLoads\": tru", "JSON"),
         BadInput("JSON with trailing garbage", "{} {}", "JSON"),
         BadInput("JSON string root", "\"NSAppTransportSecurity\"", "not a property list"),
@@ -264,7 +267,8 @@ struct PolicyLoaderTests {
         for word in row.problem {
             #expect(description.contains(word), "\(description)")
         }
-        #expect(!description.contains("\n"), "one line: \(description)")
+        #expect(!description.unicodeScalars.contains { $0.properties.generalCategory == .control },
+                "one line without control characters: \(description)")
 
         // The same bytes through parse(data:origin:) name the origin.
         let parsed = #expect(throws: PolicyLoadError.self) {

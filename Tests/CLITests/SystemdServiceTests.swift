@@ -60,6 +60,8 @@ import TestSupport
         let adminPort = try freePort()
         let process = try BackgroundProcess("/usr/bin/systemd-socket-activate", [
             "-l", "127.0.0.1:\(port)", "-l", "127.0.0.1:\(adminPort)", "--fdname=proxy:admin",
+            // It passes on no environment of its own accord; scripts/sanitize's options must reach the daemon.
+            "-E", "ASAN_OPTIONS", "-E", "TSAN_OPTIONS",
             Atsgate.binary.path, "run", "--listen", "127.0.0.1:1",
         ])
         try process.wait { _, err in err.contains("Listening on 127.0.0.1:\(adminPort)") }

@@ -1,0 +1,118 @@
+// libFuzzer target: TLSHandshakeReader.feed over one direction of a connection, and the hello and
+// Certificate parsers over the messages it reassembles. The first input byte steers the cuts and
+// the reader's options; the rest is the stream.
+@testable import TLSWire
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzTLSHandshake(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let input = UnsafeRawBufferPointer(start: data, count: size)
+    guard let control = input.first else { return 0 }
+    let stream = UnsafeRawBufferPointer(rebasing: input[1...])
+
+    // However the stream is cut into reads, the reader sees the same messages and the same end.
+    let whole = TLSRead(stream, cuts: [], control: control)
+    let split = fuzzSplitPoint(count: stream.count, control: control)
+    let twoPieces = TLSRead(stream, cuts: [split], control: control)
+    fuzzCheck(whole == twoPieces, "whole \(whole), cut at \(split) \(twoPieces)")
+    if stream.count <= 4096 {
+        let cuts = Array(stride(from: 0, through: stream.count, by: 1 + Int(control >> 5)))
+        let small = TLSRead(stream, cuts: cuts, control: control)
+        fuzzCheck(whole == small, "whole \(whole), in pieces of \(1 + Int(control >> 5)) \(small)")
+    }
+    guard case .read(let messages, _, _, _) = whole else { return 0 }
+
+    // A stream the reader takes as starting with a ClientHello is one the proxy's first look calls TLS.
+    if messages.first?.type == .clientHello, stream.count >= 5, stream[3] != 0 || stream[4] != 0 {
+        fuzzCheck(TLSHandshakeReader.looksLikeTLS(firstBytes: UnsafeRawBufferPointer(rebasing: stream.prefix(6))),
+                  "the reader found a ClientHello where looksLikeTLS saw none")
+    }
+    var bodies = 0
+    for message in messages {
+        bodies += message.body.count
+        fuzzCheck(message.body.count <= messageLimit(control), "a message over the limit")
+        checkMessage(message)
+    }
+    fuzzCheck(bodies + 4 * messages.count <= stream.count, "more message bytes than stream bytes")
+    return 0
+}
+
+/// A small limit for some inputs, so the limit's path is fuzzed too.
+func messageLimit(_ control: UInt8) -> Int {
+    control & 2 != 0 ? 512 : TLSHandshakeReader.defaultMaximumMessageLength
+}
+
+/// Parses a message the way the proxy would, checking what each parser promises.
+func checkMessage(_ message: HandshakeMessage) {
+    switch message.type {
+    case .clientHello:
+        guard let hello = try? ClientHello(message) else { return }
+        fuzzCheck(hello.random.count == 32 && hello.sessionID.count <= 32, "random or session id of a wrong size")
+        fuzzCheck(!hello.cipherSuites.isEmpty && !hello.compressionMethods.isEmpty, "empty suites or compression")
+        if let name = hello.serverName {
+            fuzzCheck(!name.utf8.isEmpty && name.utf8.count <= 255 && !name.utf8.contains(0), "server name \(name)")
+        }
+        fuzzCheck(Set(hello.extensionTypes).count == hello.extensionTypes.count, "an extension type twice")
+        fuzzCheck(hello.supportedVersions.isEmpty || hello.extensionTypes.contains(TLSExtensionType.supportedVersions),
+                  "supported versions without the extension")
+    case .serverHello:
+        guard let hello = try? ServerHello(message) else { return }
+        fuzzCheck(hello.random.count == 32 && hello.sessionID.count <= 32, "random or session id of a wrong size")
+        fuzzCheck(hello.isHelloRetryRequest == ServerHello.isHelloRetryRequest(body: message.body),
+                  "two answers to whether this is a HelloRetryRequest")
+        _ = CertificateMessage.Format(negotiatedVersion: hello.negotiatedVersion)
+    case .certificate:
+        for format in [CertificateMessage.Format.tls12, .tls13] {
+            guard let certificates = try? CertificateMessage(message, format: format) else { continue }
+            fuzzCheck(certificates.certificates.allSatisfy { !$0.isEmpty }, "an empty certificate")
+            fuzzCheck(certificates.certificates.reduce(0) { $0 + $1.count } <= message.body.count,
+                      "more certificate bytes than message bytes")
+        }
+    default:
+        break
+    }
+}
+
+/// What a reader made of a stream fed in pieces.
+enum TLSRead: Equatable, CustomStringConvertible {
+    case read([HandshakeMessage], ended: ContentType?, alert: TLSAlert?, firstVersion: UInt16?)
+    case failed(TLSWireError)
+
+    /// Feeds `bytes` in pieces that end at `cuts` (offsets, ascending).
+    init(_ bytes: UnsafeRawBufferPointer, cuts: [Int], control: UInt8) {
+        var reader = TLSHandshakeReader(maximumMessageLength: messageLimit(control))
+        if control & 1 != 0 { reader.serverSentHelloRetryRequest() }
+        var messages: [HandshakeMessage] = []
+        var start = 0
+        for end in cuts + [bytes.count] where end >= start {
+            do {
+                messages += try reader.feed(UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+            } catch {
+                // Once failed, the reader keeps failing the same way.
+                let again = Result { () throws(TLSWireError) in try reader.feed([0x16]) }
+                fuzzCheck(again == .failure(error), "after \(error), a later feed gave \(again)")
+                _ = error.description
+                self = .failed(error)
+                return
+            }
+            start = end
+        }
+        if reader.sawNonHandshakeRecord != nil {
+            // After the plaintext ends, nothing more is read.
+            let after = try? reader.feed([0x16, 0x03, 0x03, 0x00, 0x04, 0x01, 0x00, 0x00, 0x00])
+            fuzzCheck(after == [], "the reader read on after the handshake's plaintext ended")
+        }
+        _ = reader.alert?.summary
+        self = .read(messages, ended: reader.sawNonHandshakeRecord, alert: reader.alert,
+                     firstVersion: reader.firstRecordVersion)
+    }
+
+    var description: String {
+        switch self {
+        case .read(let messages, let ended, let alert, let version):
+            "read \(messages.map { "\($0.type)(\($0.body.count))" }) ended \(String(describing: ended)) "
+                + "alert \(String(describing: alert)) version \(String(describing: version))"
+        case .failed(let error):
+            "failed \(error)"
+        }
+    }
+}
