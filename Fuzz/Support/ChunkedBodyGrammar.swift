@@ -97,11 +97,15 @@ enum ChunkedBodyGrammar: Equatable {
                 index += 1
                 try whitespace()
                 try token()
+                // BWS belongs to "=" here: without one it is not part of the extension (RFC 9112 7.1.1).
+                let afterName = index
                 try whitespace()
                 if try peek() == UInt8(ascii: "=") {
                     index += 1
                     try whitespace()
                     if try peek() == UInt8(ascii: "\"") { try quotedString() } else { try token() }
+                } else {
+                    index = afterName
                 }
             }
             try crlf()

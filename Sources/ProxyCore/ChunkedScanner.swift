@@ -3,14 +3,26 @@
 /// strictly as the head parsers: a chunk line or trailer that one hop reads differently from the next
 /// is a way to smuggle a request inside a body.
 struct ChunkedScanner {
+    /// Where in a chunk line or body the scanner is. Chunk extensions follow RFC 9112 section 7.1.1
+    /// exactly: `*( BWS ";" BWS token [ BWS "=" BWS ( token / quoted-string ) ] )`, white space only
+    /// ever before a `;` or `=` (so `5 \r\n` and `5;a \r\n` are refused, as a stricter hop would).
     private enum State {
-        /// chunk-size digits so far.
-        case size(value: Int, digits: Int)
-        /// White space after the size: only more of it or `;` may follow (BWS ";").
-        case sizeSpace(value: Int)
-        /// A chunk extension: field-value bytes without controls, up to the line's CR.
-        case chunkExtension(value: Int)
-        case sizeLF(value: Int)
+        /// chunk-size digits so far (the value is in `size`).
+        case size(digits: Int)
+        /// White space after the size or a value: only more of it or `;` may follow.
+        case beforeSemicolon
+        /// After `;`: white space, then an extension name.
+        case extensionNameStart
+        case extensionName
+        /// White space after a name: only more of it, `=` or `;` may follow.
+        case afterExtensionName
+        /// After `=`: white space, then a token or a quoted string.
+        case extensionValueStart
+        case extensionToken
+        case extensionQuoted
+        case extensionQuotedPair
+        case afterExtensionQuoted
+        case sizeLF
         case data(remaining: Int)
         case dataCR
         case dataLF
@@ -22,7 +34,9 @@ struct ChunkedScanner {
         case done
     }
 
-    private var state = State.size(value: 0, digits: 0)
+    private var state = State.size(digits: 0)
+    /// The size of the chunk whose line is being read.
+    private var size = 0
     /// Bytes of the current chunk line, and of the trailer section, against their limits.
     private var lineLength = 0
     private var trailerLength = 0
@@ -47,35 +61,69 @@ struct ChunkedScanner {
             switch state {
             case .done:
                 return index
-            case .size(let value, let digits):
+            case .size(let digits):
                 if let digit = Self.hexValue(byte) {
                     guard digits < 15 else { throw Malformed(problem: "chunk size too large") }
-                    state = .size(value: value << 4 | digit, digits: digits + 1)
+                    size = size << 4 | digit
+                    state = .size(digits: digits + 1)
                 } else {
                     guard digits > 0 else { throw Malformed(problem: "chunk line without a size") }
-                    switch byte {
-                    case 0x0D: state = .sizeLF(value: value)
-                    case UInt8(ascii: ";"): state = .chunkExtension(value: value)
-                    case 0x20, 0x09: state = .sizeSpace(value: value)
-                    default: throw Malformed(problem: "invalid byte in a chunk size")
-                    }
+                    state = try afterSizeOrValue(byte)
                 }
-            case .sizeSpace(let value):
+            case .beforeSemicolon:
                 switch byte {
                 case 0x20, 0x09: break
-                case UInt8(ascii: ";"): state = .chunkExtension(value: value)
-                default: throw Malformed(problem: "white space in a chunk size not followed by an extension")
+                case UInt8(ascii: ";"): state = .extensionNameStart
+                default: throw Malformed(problem: "white space in a chunk line not followed by an extension")
                 }
-            case .chunkExtension(let value):
-                if byte == 0x0D {
-                    state = .sizeLF(value: value)
-                } else if !MessageSyntax.isFieldValueByte(byte) {
-                    throw Malformed(problem: "control character in a chunk extension")
+            case .extensionNameStart:
+                if byte == 0x20 || byte == 0x09 { break }
+                guard MessageSyntax.isTokenByte(byte) else { throw Malformed(problem: "malformed chunk extension name") }
+                state = .extensionName
+            case .extensionName:
+                switch byte {
+                case _ where MessageSyntax.isTokenByte(byte): break
+                case UInt8(ascii: "="): state = .extensionValueStart
+                case UInt8(ascii: ";"): state = .extensionNameStart
+                case 0x20, 0x09: state = .afterExtensionName
+                case 0x0D: state = .sizeLF
+                default: throw Malformed(problem: "malformed chunk extension name")
                 }
-            case .sizeLF(let value):
+            case .afterExtensionName:
+                switch byte {
+                case 0x20, 0x09: break
+                case UInt8(ascii: "="): state = .extensionValueStart
+                case UInt8(ascii: ";"): state = .extensionNameStart
+                default: throw Malformed(problem: "white space in a chunk line not followed by an extension")
+                }
+            case .extensionValueStart:
+                switch byte {
+                case 0x20, 0x09: break
+                case UInt8(ascii: "\""): state = .extensionQuoted
+                case _ where MessageSyntax.isTokenByte(byte): state = .extensionToken
+                default: throw Malformed(problem: "malformed chunk extension value")
+                }
+            case .extensionToken:
+                if MessageSyntax.isTokenByte(byte) { break }
+                state = try afterSizeOrValue(byte)
+            case .extensionQuoted:
+                switch byte {
+                case UInt8(ascii: "\""): state = .afterExtensionQuoted
+                case UInt8(ascii: "\\"): state = .extensionQuotedPair
+                case 0x09, 0x20, 0x21, 0x23...0x5B, 0x5D...0x7E, 0x80...0xFF: break
+                default: throw Malformed(problem: "control character in a quoted chunk extension")
+                }
+            case .extensionQuotedPair:
+                guard MessageSyntax.isFieldValueByte(byte) else {
+                    throw Malformed(problem: "control character in a quoted chunk extension")
+                }
+                state = .extensionQuoted
+            case .afterExtensionQuoted:
+                state = try afterSizeOrValue(byte)
+            case .sizeLF:
                 guard byte == 0x0A else { throw Malformed(problem: "chunk line not ended by CRLF") }
                 lineLength = 0
-                state = value == 0 ? .trailerLineStart : .data(remaining: value)
+                state = size == 0 ? .trailerLineStart : .data(remaining: size)
                 index += 1
                 continue
             case .data(let remaining):
@@ -88,7 +136,8 @@ struct ChunkedScanner {
                 state = .dataLF
             case .dataLF:
                 guard byte == 0x0A else { throw Malformed(problem: "chunk data not ended by CRLF") }
-                state = .size(value: 0, digits: 0)
+                size = 0
+                state = .size(digits: 0)
                 index += 1
                 continue
             case .trailerLineStart:
@@ -122,7 +171,9 @@ struct ChunkedScanner {
             }
             // Chunk lines and the trailer section count against their limits.
             switch state {
-            case .size, .sizeSpace, .chunkExtension, .sizeLF:
+            case .size, .beforeSemicolon, .extensionNameStart, .extensionName, .afterExtensionName,
+                 .extensionValueStart, .extensionToken, .extensionQuoted, .extensionQuotedPair, .afterExtensionQuoted,
+                 .sizeLF:
                 lineLength += 1
                 if lineLength > Self.maximumChunkLine { throw Malformed(problem: "chunk line longer than 4 KiB") }
             case .trailerLineStart, .trailerName, .trailerValue, .trailerLF:
@@ -136,6 +187,17 @@ struct ChunkedScanner {
             index += 1
         }
         return index
+    }
+
+    /// What may follow a chunk size, an extension value or a quoted string: `;`, the line's CR, or
+    /// white space that must lead to a `;`.
+    private func afterSizeOrValue(_ byte: UInt8) throws(Malformed) -> State {
+        switch byte {
+        case UInt8(ascii: ";"): .extensionNameStart
+        case 0x0D: .sizeLF
+        case 0x20, 0x09: .beforeSemicolon
+        default: throw Malformed(problem: "invalid byte in a chunk line")
+        }
     }
 
     private static func hexValue(_ byte: UInt8) -> Int? {

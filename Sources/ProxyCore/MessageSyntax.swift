@@ -93,6 +93,8 @@ enum MessageSyntax {
     struct Framing: Equatable {
         /// The value every Content-Length element agrees on.
         var contentLength: Int?
+        /// Transfer-Encoding fields, even empty ones: a message with one is not framed by Content-Length.
+        var transferEncodingFields = 0
         /// Transfer codings listed, in all Transfer-Encoding fields together.
         var codings = 0
         var chunkedCount = 0
@@ -100,7 +102,7 @@ enum MessageSyntax {
         /// The first coding that is none of the registered ones a proxy can pass on (RFC 9112 7).
         var unknownCoding: String?
 
-        var hasTransferEncoding: Bool { codings > 0 }
+        var hasTransferEncoding: Bool { transferEncodingFields > 0 }
         /// Transfer-Encoding ends in exactly one `chunked`, as a message must to be framed by it.
         var isChunked: Bool { lastIsChunked && chunkedCount == 1 }
     }
@@ -129,6 +131,7 @@ enum MessageSyntax {
                     }
                 }
             case .transferEncoding:
+                framing.transferEncodingFields += 1
                 HeaderFields.forEachToken(head, in: field.value) { coding in
                     framing.codings += 1
                     let name = UnsafeRawBufferPointer(rebasing: head[coding])

@@ -227,6 +227,13 @@ enum RequestHeadParser {
         }
     }
 
+    private static func isSchemeStart(_ byte: UInt8) -> Bool { (byte | 0x20) >= 0x61 && (byte | 0x20) <= 0x7A }
+
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        isSchemeStart(byte) || (0x30...0x39).contains(byte) || byte == UInt8(ascii: "+") || byte == UInt8(ascii: "-")
+            || byte == UInt8(ascii: ".")
+    }
+
     /// The request target and Host (RFC 9112 section 3.2): one Host at most; an absolute-form target
     /// carries no userinfo and no fragment; CONNECT takes the authority form only.
     private static func checkTarget(_ head: UnsafeRawBufferPointer, _ line: (method: String, target: Range<Int>, minor: Int),
@@ -241,7 +248,11 @@ enum RequestHeadParser {
             }
             return
         }
-        guard let scheme = target.firstIndex(of: UInt8(ascii: ":")), head[scheme...].starts(with: "://".utf8) else {
+        // Absolute form only when the target starts with a scheme (RFC 3986: ALPHA *( ALPHA / DIGIT /
+        // "+" / "-" / "." ) ":"); an origin-form path may hold "://" anywhere.
+        guard let scheme = target.firstIndex(of: UInt8(ascii: ":")), head[scheme...].starts(with: "://".utf8),
+              scheme > line.target.lowerBound, Self.isSchemeStart(head[line.target.lowerBound]),
+              head[line.target.lowerBound..<scheme].allSatisfy(Self.isSchemeByte) else {
             return
         }
         guard !target.contains(UInt8(ascii: "#")) else {

@@ -42,6 +42,7 @@ struct ResponseHead {
                     throw Malformed(problem: "both Content-Length and Transfer-Encoding")
                 }
                 if status.minor == 0 { throw Malformed(problem: "Transfer-Encoding in an HTTP/1.0 response") }
+                if framing.codings == 0 { throw Malformed(problem: "a Transfer-Encoding field without a coding") }
                 if framing.chunkedCount > (framing.lastIsChunked ? 1 : 0) {
                     throw Malformed(problem: "chunked applied more than once, or not last")
                 }
@@ -70,6 +71,8 @@ struct ResponseHead {
             throw Malformed(problem: "control character in the reason phrase")
         }
         let code = line[9...11].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+        // RFC 9110 section 15: a status code outside 100...599 is invalid.
+        guard (100...599).contains(code) else { throw Malformed(problem: "status code \(code) outside 100...599") }
         return (line[7] == 0x31 ? 1 : 0, code)
     }
 

@@ -30,6 +30,7 @@ import Testing
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding : chunked\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding:\u{0B}chunked\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nContent-Length: +5\r\n\r\n", 400),
+        ("POST http://a/ HTTP/1.1\r\nTransfer-Encoding: \r\nContent-Length: 5\r\n\r\nhello", 400),
         ("POST http://a/ HTTP/1.1\r\nContent-Length: 0x5\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nContent-Length: 5 5\r\n\r\n", 400),
         ("POST http://a/ HTTP/1.1\r\nContent-Length: 1_0\r\n\r\n", 400),
@@ -70,6 +71,13 @@ import Testing
         #expect(head.method == "GET")
         #expect(head.target == "http://a/")
         #expect(head.length == "\r\nGET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n".utf8.count)
+    }
+
+    @Test func anOriginFormPathMayHoldASchemeLikeText() throws {
+        // Found by the fuzzer: "://" in a path is not an absolute-form target.
+        let head = try #require(try request("GET /605.1http:// HTTP/1.1\r\nHost: a\r\n\r\n"))
+        #expect(!head.isAbsoluteForm)
+        #expect(status("GET http://api.example.comX/605.1http:// HTTP/1.1\r\n\r\n") == nil)
     }
 
     @Test func legalSpellingsAreAccepted() throws {
@@ -126,6 +134,7 @@ import Testing
         "00000A\r\n0123456789\r\n0\r\n\r\n",
         "0\r\nX-Trailer: value\r\n\r\n",
         "3\r\nabc\r\n0\r\nChecksum: 1\r\nX-Empty:\r\n\r\n",
+        "5;a=\"b;c\\\"d\";e\t= f\r\nhello\r\n0\r\n\r\n",
     ])
     func validChunkedBodiesEndWhereTheyEnd(body: String) throws {
         let length = body.utf8.count
@@ -155,6 +164,12 @@ import Testing
         "0\r\nX: y\r\r\n\r\n",
         "0\r\nX: a\u{7F}\r\n\r\n",
         "0\r\n\r\r",
+        // Found by the fuzzer against RFC 9112's grammar: names are tokens; white space only before ";" or "=".
+        "5;quo\u{E0}ted=1\r\nhello\r\n0\r\n\r\n",
+        "5;a \r\nhello\r\n0\r\n\r\n",
+        "5;a=b \r\nhello\r\n0\r\n\r\n",
+        "5;a=\"b\r\nhello\r\n0\r\n\r\n",
+        "5;=b\r\nhello\r\n0\r\n\r\n",
     ])
     func malformedChunkedBodiesAreRefused(body: String) {
         #expect(scan(body) == nil)
@@ -193,6 +208,11 @@ import Testing
         "HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\n",
         "HTTP/1.1 200 O\u{01}K\r\n\r\n",
         "HTTP/1.1 099 Early\r\n\r\n",
+        "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n",
+        // Found by the fuzzer: an empty Transfer-Encoding beside Content-Length reached the client.
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: \r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: , \r\n\r\n",
+        "HTTP/1.1 600 Internal\r\n\r\n",
         "HTTP/1.1 200 OK\r\nX[1]: a\r\n\r\n",
     ])
     func hostileResponseHeadsAreRefused(text: String) {
