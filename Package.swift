@@ -9,6 +9,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Reads .ipa archives (zip) in memory for --policy, check and lint.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
     ],
     targets: [
         // Pure Swift, no I/O: policy loading, classification, the decision engine, lint.
@@ -26,6 +28,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // libxcrypt: password hashes of --auth-file (bcrypt, SHA-512 crypt).
+        .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         // GNU calls Swift cannot import (splice, pipe2, accept4, eventfd, epoll).
         .target(name: "CAtsgateShims"),
         // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
@@ -39,7 +43,7 @@ let package = Package(
         // Dispatch sources; the target keeps Swift 5 mode, and queue confinement is the rule in its code.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "CAtsgateShims", "POSIX", "TLSWire", "TLSClient"],
+            dependencies: ["ATSPolicy", "CAtsgateShims", "CCrypt", "POSIX", "TLSWire", "TLSClient"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -49,6 +53,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "POSIX", "ProxyCore", "TLSClient", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
         ),
 

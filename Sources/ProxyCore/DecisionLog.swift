@@ -40,6 +40,14 @@ struct LogRecord {
     var bytesUp = 0
     var bytesDown = 0
     var durationMilliseconds = 0.0
+    /// The policy ID that judged the request, and its file (the `policy` field; else the generation's).
+    var app: String?
+    var policy: String?
+    /// Which routing step chose the policy.
+    var route: RouteKind?
+    var userAgent: String?
+    /// The proxy user who presented credentials (verified or not); never the password.
+    var proxyUser: String?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -54,7 +62,7 @@ struct LogRecord {
         let destination = decision?.destination
         fields.time("time", time)
         fields.address("client", client)
-        fields.string("policy", policy)
+        fields.string("policy", self.policy ?? policy)
         fields.string("method", method)
         fields.string("scheme", destination?.scheme.rawValue)
         fields.host("host", destination?.host)
@@ -73,6 +81,10 @@ struct LogRecord {
         fields.int("bytes_up", bytesUp)
         fields.int("bytes_down", bytesDown)
         fields.milliseconds("duration_ms", durationMilliseconds)
+        fields.string("app", app)
+        fields.string("route", route?.rawValue)
+        fields.string("user_agent", userAgent)
+        fields.string("proxy_user", proxyUser)
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
         if let certificate {
@@ -97,7 +109,10 @@ struct LogRecord {
         let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
-        var line = "\(LogRecord.timestamp(time)) \(client) \(method) \(target) \(verdict.uppercased())"
+        var line = "\(LogRecord.timestamp(time)) \(client)"
+        if let proxyUser { line += " user=\(proxyUser)" }
+        if let app { line += " app=\(app)" }
+        line += " \(method) \(target) \(verdict.uppercased())"
         if let code { line += " \(code)" }
         if !enforced { line += " (report only)" }
         if let tlsVersion { line += " \(tlsVersion)" }
@@ -148,7 +163,7 @@ struct DecisionMessages {
 /// 16 KiB, on its clock tick, and on flush), so a record costs no thread hand-off.
 final class DecisionLog: Sendable {
     let format: LogFormat
-    private let policy: String
+    let policy: String
     private let sink: LogSink
 
     init(format: LogFormat, policy: String, sink: LogSink) {
