@@ -161,6 +161,9 @@ public enum PolicyLoader {
         }
     }
 
+    /// Whether the bytes are a JSON document (rather than a property list).
+    public static func looksLikeJSON(_ data: Data) -> Bool { detectFormat(data) == .json }
+
     static func detectFormat(_ data: Data) -> PolicyFileFormat? {
         if data.starts(with: Array("bplist".utf8)) { return .binaryPlist }
         var bytes = data[...]
