@@ -35,8 +35,21 @@ public func waitUntilListening(_ port: Int, timeout: TimeInterval = 10) throws {
 public final class RawClient {
     public let fd: Int32
 
-    public init(port: Int, timeout: Int = 10) throws {
+    /// `source`: a loopback address to connect from (127.0.0.2 for a second client), else the system's choice.
+    public init(port: Int, timeout: Int = 10, source: UInt32? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            local.sin_addr.s_addr = source.bigEndian
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                Glibc.close(fd)
+                throw HarnessError("bind to the source address failed")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
