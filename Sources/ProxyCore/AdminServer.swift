@@ -47,6 +47,10 @@ private final class AdminExchange {
     private var streaming = false
     private var cursor = 0
     private var lastWrite = 0.0
+    /// When the stream ends (the client reconnects with the last id it had): a bounded life keeps
+    /// a stream that a load balancer silently dropped from being fed for ever.
+    private var streamEnd = 0.0
+    static let streamSeconds = 1...3600
     /// Keeps the exchange alive while it waits for the socket (channels hold handlers, not owners).
     private var retainSelf: AdminExchange?
 
@@ -109,8 +113,12 @@ private final class AdminExchange {
                         type: "text/html; charset=utf-8")
             }
         case "/events":
-            let after = query.split(separator: "&").first { $0.hasPrefix("after=") }.flatMap { Int($0.dropFirst(6)) }
-            startStream(server, after: after ?? lastEventID(), head: head)
+            func parameter(_ name: String) -> Int? {
+                query.split(separator: "&").first { $0.hasPrefix(name + "=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+            }
+            let seconds = parameter("max").map { min(max($0, Self.streamSeconds.lowerBound), Self.streamSeconds.upperBound) }
+            streamEnd = monotonic() + Double(seconds ?? 300)
+            startStream(server, after: parameter("after") ?? lastEventID(), head: head)
         default:
             respond(404, "not found: try /, /events, /metrics, /healthz or /readyz\n", head: head)
         }
@@ -180,7 +188,7 @@ private final class AdminExchange {
     }
 
     private func pump() {
-        guard !done, let feed = server?.liveFeed else { return finish() }
+        guard !done, let feed = server?.liveFeed, monotonic() < streamEnd else { return finish() }
         for entry in feed.entries(after: cursor) {
             cursor = entry.sequence
             let json = entry.record.json(policy: entry.policy).compact

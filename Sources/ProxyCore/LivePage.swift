@@ -51,7 +51,7 @@ enum LivePage {
     header .status.live::before { color:#3ecf7a; }
     header label { margin-left:auto; font-size:13px; }
     select { font:inherit; padding:3px 6px; border-radius:4px; border:1px solid #555; }
-    main { display:grid; grid-template-columns: minmax(280px, 1fr) 2fr; gap:16px; padding:16px 20px; }
+    main { display:grid; grid-template-columns: minmax(360px, 1fr) 1.6fr; gap:16px; padding:16px 20px; }
     section { background:var(--card); border:1px solid var(--line); border-radius:8px; padding:12px 14px; min-width:0; }
     section h2 { font-size:13px; text-transform:uppercase; letter-spacing:.04em; color:var(--muted); margin:0 0 8px; }
     .wide { grid-column: 1 / -1; }
@@ -59,7 +59,8 @@ enum LivePage {
     th, td { text-align:left; padding:4px 6px; border-bottom:1px solid var(--line); vertical-align:top; }
     th { color:var(--muted); font-weight:600; }
     td.num, th.num { text-align:right; font-variant-numeric: tabular-nums; }
-    td.mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size:12px; word-break:break-all; }
+    td.mono, div.mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size:12px; overflow-wrap:anywhere; }
+    #byApp td.mono { white-space:nowrap; }
     .tag { display:inline-block; padding:0 6px; border-radius:9px; font-size:12px; color:#fff; }
     .allow { background:var(--allow); } .block { background:var(--block); }
     .upgrade { background:var(--upgrade); } .error { background:var(--error); }
@@ -67,6 +68,7 @@ enum LivePage {
     .blocks ul { padding:0; margin:0; }
     .blocks .meta { color:var(--muted); font-size:12px; }
     .empty { color:var(--muted); font-style:italic; }
+    tr.fresh td { background:#fff8dc; }
     .totals { display:flex; gap:10px; flex-wrap:wrap; margin-bottom:8px; }
     .totals div { flex:1; min-width:70px; border-radius:6px; padding:6px 8px; color:#fff; }
     .totals b { display:block; font-size:20px; }
@@ -131,7 +133,9 @@ enum LivePage {
     function matches(app) { return !filter || app === filter; }
 
     let pending = false;
-    function schedule() { if (!pending) { pending = true; requestAnimationFrame(render); setTimeout(render, 100); } }
+    // A microtask, not a timer: one render per batch of events, even where timers are held (a
+    // headless browser's virtual time stands still while the stream is open).
+    function schedule() { if (!pending) { pending = true; queueMicrotask(render); } }
 
     function render() {
       pending = false;
@@ -185,7 +189,7 @@ enum LivePage {
       const list = document.getElementById("blocks");
       list.replaceChildren(...blocks.map(r => {
         const li = el("li", null, "block-item");
-        li.appendChild(el("div", (r.reason || "block") + " \u2014 " + destination(r), "mono"));
+        li.appendChild(el("div", (r.reason || "block") + (r.host ? " \u2014 " + destination(r) : ""), "mono"));
         li.appendChild(el("div", r.message || ""));
         li.appendChild(el("div", timeOf(r) + " \u00b7 " + (r.app || "no app") + (r.proxy_user ? " \u00b7 " + r.proxy_user : ""), "meta"));
         return li;
@@ -195,7 +199,8 @@ enum LivePage {
       const body = document.querySelector("#decisions tbody");
       const rows = shown.slice(-200).reverse();
       body.replaceChildren(...rows.map(r => {
-        const tr = el("tr", null, "decision");
+        // Arrived while the page was open (marked so the eye finds the new ones).
+        const tr = el("tr", null, r.fresh ? "decision fresh" : "decision");
         tr.dataset.app = r.app || "";
         tr.appendChild(el("td", timeOf(r), "mono"));
         tr.appendChild(el("td", r.app || "-", "mono"));
@@ -222,7 +227,10 @@ enum LivePage {
 
     render();
     const status = document.getElementById("status");
-    const source = new EventSource("events?after=" + through);
+    // ?stream=SECONDS (the admin's choice) ends each event stream after that long; the browser
+    // reconnects and resumes after the last record it has.
+    const stream = params.get("stream");
+    const source = new EventSource("events?after=" + through + (stream ? "&max=" + encodeURIComponent(stream) : ""));
     source.onopen = () => { status.textContent = "live"; status.className = "status live"; };
     source.onerror = () => { status.textContent = "reconnecting"; status.className = "status"; };
     source.onmessage = e => {
@@ -231,6 +239,7 @@ enum LivePage {
       if (id <= through) return;
       through = id;
       addCount(r.app, r.action, r.reason, 1);
+      r.fresh = true;
       records.push(r);
       if (records.length > KEEP) records = records.slice(-KEEP);
       schedule();
