@@ -25,6 +25,9 @@ public struct PolicySource: Sendable {
     public var dictionary: [String: PlistValue]
     /// For an Info.plist, the keys of its root (so lint can spot a misspelled NSAppTransportSecurity).
     public var infoPlistKeys: [String] = []
+    /// For a bundle of an .ipa or .app, its path inside (`Payload/Lab.app/PlugIns/Share.appex`):
+    /// lint's key paths start with it.
+    public var bundlePath: String?
     /// Key path prefix to the ATS dictionary inside the file, for findings (`NSAppTransportSecurity` or empty).
     public var keyPathPrefix: String { root == .infoPlist ? "NSAppTransportSecurity" : "" }
 

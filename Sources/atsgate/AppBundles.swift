@@ -180,9 +180,10 @@ enum AppBundles {
             let plist = bundle + "/Info.plist"
             let data = try read(plist)
             let origin = "\(path):\(plist)"
-            let source: PolicySource
+            var source: PolicySource
             do {
                 source = try PolicyLoader.parse(data: data, origin: origin)
+                source.bundlePath = bundle
             } catch {
                 throw BundleLoadError(path: path, problem: "\(plist): \(error.problem)")
             }

@@ -240,6 +240,25 @@ import TestSupport
         #expect(records.map { $0["app"] as? String ?? "-" } == [Self.lab, "-", Self.other, Self.other])
     }
 
+    // MARK: check and lint
+
+    @Test func checkAndLintReadTheBundlesOfAnIPA() throws {
+        let directory = try TemporaryDirectory()
+        let lab = try Self.ipa("lab", in: directory)
+        let check = try Atsgate.run(["check", "--policy", lab, "http://legacy.example.com/"])
+        #expect(check.status == 0 && check.stdout.contains("\"exception\":\"legacy.example.com\""), "\(check.stdout)")
+        let lint = try Atsgate.run(["lint", "--format", "json", lab])
+        #expect(lint.status == 1, "the extension's NSAllowsArbitraryLoads is a high finding")
+        #expect(lint.stdout.contains("\"Payload/Lab.app.NSAppTransportSecurity.NSExceptionDomains.legacy.example.com.NSExceptionAllowsInsecureHTTPLoads\""),
+                "\(lint.stdout)")
+        #expect(lint.stdout.contains("\"Payload/Lab.app/PlugIns/Share.appex.NSAppTransportSecurity.NSAllowsArbitraryLoads\""))
+        let sarif = try Atsgate.run(["lint", "--format", "sarif", lab])
+        #expect(sarif.stdout.contains("Payload/Lab.app/PlugIns/Share.appex.NSAppTransportSecurity.NSAllowsArbitraryLoads"))
+        #expect(sarif.stdout.contains("\"uri\": \"\(lab)\""), "the location is the .ipa as given")
+        let broken = try Atsgate.run(["lint", try Self.ipa("escape", in: directory)])
+        #expect(broken.status == 2 && broken.stderr.contains("escapes the archive"))
+    }
+
     // MARK: bad input
 
     @Test(arguments: [

@@ -53,7 +53,9 @@ struct LintPass {
         bare.exceptionDomains = [:]
         self.withoutExceptions = DecisionEngine(policy: bare,
                                                 options: EngineOptions(profile: profile, builtinExceptions: false))
-        self.root = LintKeyPath(prefix: source.keyPathPrefix)
+        var root = LintKeyPath(prefix: source.keyPathPrefix)
+        if let bundle = source.bundlePath { root.components.insert(.key(bundle), at: 0) }
+        self.root = root
     }
 
     mutating func report(_ rule: LintRule, at path: LintKeyPath, _ message: String) {
