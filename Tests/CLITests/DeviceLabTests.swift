@@ -56,6 +56,12 @@ import TestSupport
         return text
     }
 
+    /// Stops the daemon and returns its records in time order (each event-loop queue writes its
+    /// records in batches, so the log is in order only per queue).
+    static func stop(_ daemon: Daemon, expected: Int) throws -> [[String: Any]] {
+        try daemon.stop(expected: expected).records.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
+    }
+
     static func curlStatus(_ daemon: Daemon, _ arguments: [String]) throws -> String {
         try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}"] + arguments).stdout
     }
@@ -98,7 +104,7 @@ import TestSupport
                                           "http://127.0.0.1:\(origin.httpPort)/small"])
         #expect(tunnel.stdout == "200", "\(tunnel.stderr)")
 
-        let (_, records) = try daemon.stop(expected: 9)
+        let records = try Self.stop(daemon, expected: 9)
         let routed = records.map { [$0["app"] as? String ?? "-", $0["route"] as? String ?? "-"] }
         #expect(routed == [[Self.other, "user"], [Self.share, "agent"], [Self.lab, "agent-auto"], [Self.lab, "agent-auto"],
                            [Self.share, "agent-auto"], [Self.lab, "default"], [Self.other, "port"], [Self.other, "client"],
@@ -121,7 +127,7 @@ import TestSupport
         #expect(run.stdout.hasPrefix("HTTP/1.1 403 "))
         #expect(run.stdout.contains("X-ATS-Reason: no-policy\r\n"))
         #expect(try Self.curlStatus(daemon, ["-A", "Lab/1 CFNetwork/1 Darwin/1", url]) == "200")
-        let (_, records) = try daemon.stop(expected: 2)
+        let records = try Self.stop(daemon, expected: 2)
         #expect(records[0]["action"] as? String == "block")
         #expect(records[0]["reason"] as? String == "no-policy")
         #expect(records[0]["app"] is NSNull)
@@ -158,7 +164,7 @@ import TestSupport
         #expect(Self.response(wrong).hasPrefix("HTTP/1.1 407 "), "still open after a wrong password")
         wrong.close()
 
-        let (_, records) = try daemon.stop(expected: 4)
+        let records = try Self.stop(daemon, expected: 4)
         #expect(records.map { $0["reason"] as? String ?? "-" } == ["auth-required", "-", "auth-required", "auth-required"])
         #expect(records[1]["proxy_user"] as? String == "ann")
         #expect(records[1]["app"] as? String == Self.lab)
@@ -236,7 +242,7 @@ import TestSupport
         #expect(metrics.contains("atsgate_decisions_total{app=\"\(Self.lab)\",action=\"allow\",reason=\"\",enforced=\"true\"} 1\n"), "\(metrics)")
         #expect(metrics.contains("atsgate_decisions_total{app=\"\(Self.other)\",action=\"block\",reason=\"cleartext-http\",enforced=\"true\"} 2\n"))
         #expect(metrics.contains("atsgate_decisions_total{app=\"\",action=\"block\",reason=\"auth-required\",enforced=\"true\"} 1\n"))
-        let (_, records) = try daemon.stop(expected: 4)
+        let records = try Self.stop(daemon, expected: 4)
         #expect(records.map { $0["app"] as? String ?? "-" } == [Self.lab, "-", Self.other, Self.other])
     }
 
