@@ -64,8 +64,9 @@ public struct PasswordFile: Sendable {
     /// Whether `password` is `user`'s. Slow on purpose (bcrypt): call it on the blocking pool only.
     func verify(user: String, password: String) -> Bool {
         guard let hash = hashes[user] else {
-            // Spend the same time as for a real user, so timing does not tell which names exist.
-            _ = PasswordFile.crypt(password, setting: PasswordFile.decoySetting)
+            // Spend about the time of a real user's check (a hash of the file's own scheme and
+            // cost), so timing does not tell which names exist.
+            _ = PasswordFile.crypt(password, setting: hashes.values.first ?? PasswordFile.decoySetting)
             return false
         }
         guard let computed = PasswordFile.crypt(password, setting: hash) else { return false }
