@@ -36,18 +36,18 @@ import Testing
         ]
         let router = AppRouter(apps: Self.apps, routes: rules, unrouted: .app(0))
         let loopback = IPAddress.v4(0x7F00_0001)
-        func pick(_ user: String?, _ client: IPAddress = loopback, _ port: Int = 3128, _ product: String?) -> String {
+        func pick(_ user: String?, _ client: IPAddress = loopback, _ port: Int = 3128, product: String?) -> String {
             let (app, kind) = router.select(user: user, client: client, port: port, product: product)
             return "\(app.map { Self.apps[$0].id } ?? "none")/\(kind.rawValue)"
         }
-        #expect(pick("olly", .v4(0x0A00_0001), 3129, "Lab") == "other/user")
-        #expect(pick(nil, .v4(0x0A00_0001), 3129, "Lab") == "other/client")
-        #expect(pick(nil, loopback, 3129, "Lab") == "share/port")
-        #expect(pick(nil, "Tester") == "share/agent")
-        #expect(pick(nil, "Share") == "share/agent-auto")
-        #expect(pick(nil, "Lab App") == "lab/agent-auto", "a shared name goes to the first bundle that has it")
-        #expect(pick(nil, "Other") == "other/agent-auto")
-        #expect(pick(nil, "curl") == "lab/default")
+        #expect(pick("olly", .v4(0x0A00_0001), 3129, product: "Lab") == "other/user")
+        #expect(pick(nil, .v4(0x0A00_0001), 3129, product: "Lab") == "other/client")
+        #expect(pick(nil, loopback, 3129, product: "Lab") == "share/port")
+        #expect(pick(nil, product: "Tester") == "share/agent")
+        #expect(pick(nil, product: "Share") == "share/agent-auto")
+        #expect(pick(nil, product: "Lab App") == "lab/agent-auto", "a shared name goes to the first bundle that has it")
+        #expect(pick(nil, product: "Other") == "other/agent-auto")
+        #expect(pick(nil, product: "curl") == "lab/default")
         let closed = AppRouter(apps: Self.apps, routes: [], unrouted: .block)
         #expect(closed.select(user: nil, client: loopback, port: 1, product: "curl").app == nil)
     }
