@@ -113,32 +113,43 @@ public struct PasswordFileError: Error, CustomStringConvertible, Sendable {
 /// digest of the credentials, never the password itself.
 final class ProxyAuthenticator: Sendable {
     let file: PasswordFile
-    private let verified = Mutex<[Int: [UInt8]]>([:])
+    private let verified = Mutex<[Int: (digest: [UInt8], user: String)]>([:])
     static let capacity = 4096
 
     init(file: PasswordFile) {
         self.file = file
     }
 
+    /// The token of a `Basic TOKEN` field (the scheme in any case), not yet decoded; nil otherwise.
+    static func basicToken(_ field: String?) -> [UInt8]? {
+        guard let field else { return nil }
+        var bytes = Array(field.utf8)[...]
+        guard bytes.count > 6, bytes.prefix(5).map({ $0 | 0x20 }) == Array("basic".utf8), bytes[bytes.startIndex + 5] == 0x20
+        else { return nil }
+        bytes = bytes.dropFirst(6)
+        while bytes.first == 0x20 { bytes = bytes.dropFirst() }
+        while bytes.last == 0x20 { bytes = bytes.dropLast() }
+        return bytes.isEmpty ? nil : Array(bytes)
+    }
+
     /// The user and password of a Basic credential field, or nil when it is not one.
     static func basicCredentials(_ field: String?) -> (user: String, password: String, token: [UInt8])? {
-        guard let field else { return nil }
-        let parts = field.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
-        guard parts.count == 2, parts[0].lowercased() == "basic" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        guard let data = Data(base64Encoded: token), let text = String(data: data, encoding: .utf8),
-              let colon = text.firstIndex(of: ":") else { return nil }
-        return (String(text[..<colon]), String(text[text.index(after: colon)...]), Array(token.utf8))
+        guard let token = basicToken(field), let data = Data(base64Encoded: Data(token)),
+              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":") else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]), token)
     }
 
-    /// Whether these exact credentials were verified before in this generation.
-    func isKnown(_ token: [UInt8]) -> Bool {
+    /// The user of credentials verified before in this generation (their token as sent), else nil.
+    /// A client that comes back with the same credentials costs a lookup: no decoding, no hash.
+    func knownUser(_ token: [UInt8]) -> String? {
         let key = token.hashValue
-        return verified.withLock { $0[key] }.map { PasswordFile.constantTimeEqual($0, digest(token)) } ?? false
+        guard let entry = verified.withLock({ $0[key] }),
+              PasswordFile.constantTimeEqual(entry.digest, digest(token)) else { return nil }
+        return entry.user
     }
 
-    func remember(_ token: [UInt8]) {
-        let value = digest(token)
+    func remember(_ token: [UInt8], user: String) {
+        let value = (digest(token), user)
         verified.withLock { entries in
             if entries.count >= ProxyAuthenticator.capacity { entries.removeAll() }
             entries[token.hashValue] = value

@@ -51,15 +51,18 @@ extension ProxyConnection {
     /// Checks the request's Basic credentials: known ones at once; new ones on the blocking pool.
     func authenticate(_ head: RequestHead, _ authenticator: ProxyAuthenticator) {
         let field = head.field(.proxyAuthorization)
+        if let token = ProxyAuthenticator.basicToken(field) {
+            if token == verifiedCredentials, proxyUser != nil { return dispatch(head) }
+            if let user = authenticator.knownUser(token) {
+                verifiedCredentials = token
+                proxyUser = user
+                return dispatch(head)
+            }
+        }
         guard let credentials = ProxyAuthenticator.basicCredentials(field) else {
             proxyUser = nil
             return challenge(head, field == nil ? "proxy authentication required (Proxy-Authorization: Basic)"
                                                 : "Proxy-Authorization is not valid Basic credentials")
-        }
-        if credentials.token == verifiedCredentials || authenticator.isKnown(credentials.token) {
-            verifiedCredentials = credentials.token
-            proxyUser = credentials.user
-            return dispatch(head)
         }
         enterAuthenticating(head)
         let loop = self.loop
@@ -80,7 +83,7 @@ extension ProxyConnection {
                                                                  : "wrong password for proxy user '\(user)'"
             return challenge(head, problem, attempted: user)
         }
-        authenticator.remember(token)
+        authenticator.remember(token, user: user)
         verifiedCredentials = token
         proxyUser = user
         dispatch(head)

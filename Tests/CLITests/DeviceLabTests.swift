@@ -265,6 +265,22 @@ import TestSupport
         #expect(broken.status == 2 && broken.stderr.contains("escapes the archive"))
     }
 
+    @Test func everyBundleOfAnIPAOrAnAppDirectoryHasItsOwnPolicy() throws {
+        let directory = try TemporaryDirectory()
+        let archive = try Self.ipa("full", in: directory)
+        let app = try Self.ipa("appdir", in: directory, name: "Full.app")
+        let bundles = ["Payload/Full.app", "Payload/Full.app/Extensions/Intents.appex", "Payload/Full.app/Watch/FullWatch.app",
+                       "Payload/Full.app/Watch/FullWatch.app/PlugIns/Complication.appex", "Payload/Full.app/AppClips/Clip.app"]
+        for path in [archive, app] {
+            let lint = try Atsgate.run(["lint", "--format", "json", path])
+            let found = lint.stdout.matches(of: /"keyPath" *: *"([^"]+)\.NSAppTransportSecurity\.NSAllowsArbitraryLoads"/).map { String($0.1) }
+            #expect(found.sorted() == bundles.sorted(), "\(path): \(lint.stdout.prefix(600))")
+            let daemon = try Daemon(["--policy", path, "--route", "agent:Watch=com.example.full.watchkitapp.complication"])
+            #expect(daemon.process.stderr.contains("and 4 more"), "\(daemon.process.stderr)")
+            _ = try daemon.stop(expected: 0)
+        }
+    }
+
     // MARK: bad input
 
     @Test(arguments: [

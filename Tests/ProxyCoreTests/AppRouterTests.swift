@@ -84,6 +84,13 @@ import Testing
         #expect(ProxyAuthenticator.basicCredentials("Bearer abc") == nil)
         #expect(ProxyAuthenticator.basicCredentials("Basic !!!") == nil)
         #expect(ProxyAuthenticator.basicCredentials("Basic bm9jb2xvbg==") == nil, "no colon")
+        #expect(ProxyAuthenticator.basicToken("BASIC  YW5u ") == Array("YW5u".utf8))
+        #expect(ProxyAuthenticator.basicToken("Basicx YW5u") == nil)
+        let authenticator = ProxyAuthenticator(file: PasswordFile(path: "f", hashes: [:]))
+        #expect(authenticator.knownUser(Array("YW5u".utf8)) == nil)
+        authenticator.remember(Array("YW5u".utf8), user: "ann")
+        #expect(authenticator.knownUser(Array("YW5u".utf8)) == "ann")
+        #expect(authenticator.knownUser(Array("YW5v".utf8)) == nil)
     }
 
     @Test func theLiveFeedKeepsTheNewestRecordsInOrder() {
