@@ -16,7 +16,7 @@ extension ProxyConnection {
         guard ProxyConnection.pacPaths.contains(String(path)) else { return nil }
         record.message = "served \(path)"
         let body = context.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head))
-        return .serve(contentType: ProxyConnection.pacType, body: head.method == "HEAD" ? "" : body)
+        return .serve(contentType: ProxyConnection.pacType, body: body, includeBody: head.method != "HEAD")
     }
 
     /// The address the client used to reach the proxy: its Host field when that is a valid

@@ -22,8 +22,8 @@ enum ProxyResponse {
         switch verdict {
         case .allow, .upgrade:
             return render(status: 200, body: "", keepAlive: keepAlive)
-        case .serve(let contentType, let body):
-            return render(status: 200, body: body, keepAlive: keepAlive, contentType: contentType)
+        case .serve(let contentType, let body, let includeBody):
+            return render(status: 200, body: body, keepAlive: keepAlive, contentType: contentType, includeBody: includeBody)
         case .challenge(let message):
             return render(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"atsgate\""),
                                                  ("X-ATS-Action", "block"),

@@ -114,8 +114,8 @@ enum Verdict {
     case redirect(location: String)
     /// No valid proxy credentials (--auth-file): 407 with a Basic challenge, reason `auth-required`.
     case challenge(message: String)
-    /// A document the proxy serves itself (the PAC file): 200.
-    case serve(contentType: String, body: String)
+    /// A document the proxy serves itself (the PAC file): 200; for a HEAD, the head alone.
+    case serve(contentType: String, body: String, includeBody: Bool)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
     case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
     /// The origin failed (502 or 504).

@@ -206,7 +206,11 @@ import TestSupport
         }
         let byName = try Subprocess.curl(["-H", "Host: proxy.lab.test:\(daemon.port)", "http://127.0.0.1:\(daemon.port)/proxy.pac"])
         #expect(byName.stdout.contains("PROXY proxy.lab.test:\(daemon.port)"), "the address the client used")
-        _ = try daemon.stop(expected: 3)
+        let body = try Subprocess.curl(["http://127.0.0.1:\(daemon.port)/proxy.pac"]).stdout
+        let head = try Subprocess.curl(["-I", "http://127.0.0.1:\(daemon.port)/proxy.pac"])
+        #expect(head.stdout.contains("Content-Length: \(body.utf8.count)\r\n"), "a HEAD has the GET's length: \(head.stdout)")
+        let records = try Self.stop(daemon, expected: 5)
+        #expect(records.allSatisfy { $0["action"] as? String == "allow" && $0["status"] as? Int == 200 })
 
         let own = try directory.write("lab.pac", "function FindProxyForURL(url, host) { return \"PROXY lab:3128\"; }\n")
         let custom = try Daemon(["--pac", own])
