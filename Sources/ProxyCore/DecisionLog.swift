@@ -133,12 +133,14 @@ struct LogRecord {
     }
 }
 
-/// Decision messages a loop has already formatted. The engine decides from the destination and the
-/// load context alone, so within one configuration generation they determine the message; building
-/// it (several interpolated sentences) was the largest part of a log record.
+/// Decision messages a loop has already formatted. An app's engine decides from the destination and
+/// the load context alone, so within one configuration generation they and the app (each has its own
+/// policy) determine the message; building it (several interpolated sentences) was the largest part
+/// of a log record.
 struct DecisionMessages {
     private struct Key: Hashable {
         var generation: Int
+        var app: Int
         var destination: Destination
         var context: LoadContext
     }
@@ -148,8 +150,8 @@ struct DecisionMessages {
     /// generation's entries behind until then).
     static let capacity = 1024
 
-    mutating func message(for decision: Decision, generation: Int) -> String {
-        let key = Key(generation: generation, destination: decision.destination, context: decision.context)
+    mutating func message(for decision: Decision, generation: Int, app: Int) -> String {
+        let key = Key(generation: generation, app: app, destination: decision.destination, context: decision.context)
         if let known = messages[key] { return known }
         if messages.count >= DecisionMessages.capacity { messages.removeAll(keepingCapacity: true) }
         let message = decision.message

@@ -505,7 +505,7 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
-            record.message = loop.decisionMessages.message(for: decision, generation: context.generation)
+            record.message = loop.decisionMessages.message(for: decision, generation: context.generation, app: app)
         }
         loop.metrics.count(record)
         context.shared.live.add(record, policy: context.log.policy)

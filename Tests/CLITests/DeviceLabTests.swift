@@ -110,6 +110,11 @@ import TestSupport
                            [Self.share, "agent-auto"], [Self.lab, "default"], [Self.other, "port"], [Self.other, "client"],
                            [Self.share, "agent-auto"]], "\(routed)")
         #expect(records[0]["reason"] as? String == "cleartext-http")
+        // Each app's own message: one loop formats a destination's message once per app, not once for all.
+        for record in records where record["method"] as? String == "GET" {
+            let message = record["message"] as? String ?? ""
+            #expect(message.contains("is allowed") == (record["action"] as? String == "allow"), "\(record)")
+        }
         #expect(records[0]["proxy_user"] as? String == "olly")
         #expect(records[1]["user_agent"] as? String == "Tester/2.0")
         #expect(records[2]["policy"] as? String == "\(lab):Payload/Lab.app")
