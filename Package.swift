@@ -10,6 +10,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Reads .ipa archives (zip) in memory for --policy, check and lint.
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
     ],
     targets: [
         // Pure Swift, no I/O: policy loading, classification, the decision engine, lint.
@@ -27,6 +29,8 @@ let package = Package(
             pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]
         ),
+        // libxcrypt: password hashes of --auth-file (bcrypt, SHA-512 crypt).
+        .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         // GNU calls Swift cannot import (splice, pipe2, accept4, eventfd, epoll).
         .target(name: "CAtsgateShims"),
         // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
@@ -35,21 +39,21 @@ let package = Package(
         .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
         .systemLibrary(
-            name: "CZlib",
+            name: "CSystemZlib",
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
 
         // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination, judged
-        // again under the app's policy, and rendered. The only importer of CZlib.
-        .target(name: "ATSReport", dependencies: ["ATSPolicy", "TLSWire", "CZlib"]),
+        // again under the app's policy, and rendered. The only importer of CSystemZlib (not CZlib: ZIPFoundation has a module of that name).
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "TLSWire", "CSystemZlib"]),
 
         // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
         // Connections are confined to one serial queue each, which Swift 6's checker cannot express for
         // Dispatch sources; the target keeps Swift 5 mode, and queue confinement is the rule in its code.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "CAtsgateShims", "POSIX", "TLSWire", "TLSClient"],
+            dependencies: ["ATSPolicy", "CAtsgateShims", "CCrypt", "POSIX", "TLSWire", "TLSClient"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -59,6 +63,7 @@ let package = Package(
             dependencies: [
                 "ATSPolicy", "ATSReport", "POSIX", "ProxyCore", "TLSClient", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
         ),
 

@@ -25,6 +25,9 @@ public struct PolicySource: Sendable {
     public var dictionary: [String: PlistValue]
     /// For an Info.plist, the keys of its root (so lint can spot a misspelled NSAppTransportSecurity).
     public var infoPlistKeys: [String] = []
+    /// For a bundle of an .ipa or .app, its path inside (`Payload/Lab.app/PlugIns/Share.appex`):
+    /// lint's key paths start with it.
+    public var bundlePath: String?
     /// Key path prefix to the ATS dictionary inside the file, for findings (`NSAppTransportSecurity` or empty).
     public var keyPathPrefix: String { root == .infoPlist ? "NSAppTransportSecurity" : "" }
 
@@ -160,6 +163,9 @@ public enum PolicyLoader {
             return deepest
         }
     }
+
+    /// Whether the bytes are a JSON document (rather than a property list).
+    public static func looksLikeJSON(_ data: Data) -> Bool { detectFormat(data) == .json }
 
     static func detectFormat(_ data: Data) -> PolicyFileFormat? {
         if data.starts(with: Array("bplist".utf8)) { return .binaryPlist }

@@ -1,6 +1,6 @@
-import CZlib
+import CSystemZlib
 
-/// Decompresses a gzip stream chunk by chunk with the system zlib, the only user of CZlib.
+/// Decompresses a gzip stream chunk by chunk with the system zlib, the only user of CSystemZlib.
 ///
 /// Concatenated members (what `cat a.gz b.gz` and log rotation produce) are read one after another, as
 /// gzip(1) does. A stream that ends inside a member is an error: a truncated file must not pass for a

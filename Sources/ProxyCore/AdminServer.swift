@@ -3,9 +3,10 @@ import Dispatch
 import Glibc
 import POSIX
 
-/// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running) and
-/// `/readyz` (accepting; 503 once a stop began). It lives on the first loop; each request is answered
-/// and the connection closed, which is all a scraper or a probe needs.
+/// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running),
+/// `/readyz` (accepting; 503 once a stop began), the live page `/` and its event stream `/events`.
+/// It lives on the first loop; each request is answered and the connection closed, which is all a
+/// scraper or a probe needs, except the event stream, which stays open until the page goes.
 final class AdminServer {
     let fd: Int32
     private let loop: EventLoop
@@ -42,6 +43,14 @@ private final class AdminExchange {
     private var request: [UInt8] = []
     private var response: [UInt8] = []
     private var done = false
+    /// `/events`: the number of the last record sent, and when something was last written.
+    private var streaming = false
+    private var cursor = 0
+    private var lastWrite = 0.0
+    /// When the stream ends (the client reconnects with the last id it had): a bounded life keeps
+    /// a stream that a load balancer silently dropped from being fed for ever.
+    private var streamEnd = 0.0
+    static let streamSeconds = 1...3600
     /// Keeps the exchange alive while it waits for the socket (channels hold handlers, not owners).
     private var retainSelf: AdminExchange?
 
@@ -81,6 +90,7 @@ private final class AdminExchange {
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return respond(400, "bad request\n") }
         let method = parts[0]
         let path = parts[1].prefix { $0 != "?" }
+        let query = parts[1].drop { $0 != "?" }.dropFirst()
         guard method == "GET" || method == "HEAD" else { return respond(405, "GET only\n", headers: [("Allow", "GET, HEAD")]) }
         let head = method == "HEAD"
         guard let server else { return respond(503, "stopping\n", head: head) }
@@ -94,8 +104,23 @@ private final class AdminExchange {
             respond(health.healthy ? 200 : 503, health.detail + "\n", head: head)
         case "/readyz":
             respond(server.isReady ? 200 : 503, server.isReady ? "ready\n" : "stopping\n", head: head)
+        case "/":
+            let feed = server.liveFeed
+            let through = feed.lastSequence
+            server.collectMetrics(on: loop.queue) { [self] metrics in
+                let snapshot = LivePage.snapshot(metrics: metrics, entries: feed.entries(after: 0), through: through)
+                respond(200, LivePage.html(snapshot: snapshot), head: head, headers: LivePage.headers,
+                        type: "text/html; charset=utf-8")
+            }
+        case "/events":
+            func parameter(_ name: String) -> Int? {
+                query.split(separator: "&").first { $0.hasPrefix(name + "=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+            }
+            let seconds = parameter("max").map { min(max($0, Self.streamSeconds.lowerBound), Self.streamSeconds.upperBound) }
+            streamEnd = monotonic() + Double(seconds ?? 300)
+            startStream(server, after: parameter("after") ?? lastEventID(), head: head)
         default:
-            respond(404, "not found: try /metrics, /healthz or /readyz\n", head: head)
+            respond(404, "not found: try /, /events, /metrics, /healthz or /readyz\n", head: head)
         }
     }
 
@@ -115,7 +140,78 @@ private final class AdminExchange {
             default: return finish()
             }
         }
-        finish()
+        guard streaming else { return finish() }
+        channel.wantWrite(false)
+    }
+
+    // MARK: the event stream
+
+    /// An EventSource that reconnects names the last record it had.
+    private func lastEventID() -> Int? {
+        let text = String(decoding: request, as: UTF8.self)
+        guard let line = text.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("last-event-id:") })
+        else { return nil }
+        return Int(line.dropFirst("last-event-id:".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Server-sent events, one decision record per event: the kept records after `after` (all of
+    /// them when nil, preceded by a `counts` event of the totals), then each new one as it is logged.
+    private func startStream(_ server: ProxyServer, after: Int?, head: Bool) {
+        guard !head else {
+            return respond(200, "", head: true, type: "text/event-stream")
+        }
+        streaming = true
+        loop.clock.cancel(self)
+        response = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+            + "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 2000\n\n").utf8)
+        // The page going away is the only thing the client sends: its end finishes the stream.
+        channel.onReadable { [unowned self] in watchForEnd() }
+        channel.wantRead(true)
+        let feed = server.liveFeed
+        if let after {
+            cursor = after
+            return streamStarted()
+        }
+        let through = feed.lastSequence
+        server.collectMetrics(on: loop.queue) { [self] metrics in
+            guard !done else { return }
+            let snapshot = LivePage.snapshot(metrics: metrics, entries: [], through: through)
+            response += Array("event: counts\ndata: \(snapshot)\n\n".utf8)
+            cursor = max(0, through - LiveFeed.capacity)
+            streamStarted()
+        }
+    }
+
+    private func streamStarted() {
+        pump()
+        loop.clock.schedule(self, after: 0.25, repeating: true) { [unowned self] in pump() }
+    }
+
+    private func pump() {
+        guard !done, let feed = server?.liveFeed, monotonic() < streamEnd else { return finish() }
+        for entry in feed.entries(after: cursor) {
+            cursor = entry.sequence
+            let json = entry.record.json(policy: entry.policy).compact
+            response += Array("id: \(entry.sequence)\ndata: \(json)\n\n".utf8)
+        }
+        let now = monotonic()
+        if response.isEmpty, now - lastWrite > 15 {
+            response += Array(": keep-alive\n\n".utf8) // proxies in between close silent streams
+        }
+        if !response.isEmpty { lastWrite = now }
+        // A reader that stopped reading is let go rather than buffered for.
+        if response.count > 4 << 20 { return finish() }
+        writeResponse()
+    }
+
+    private func watchForEnd() {
+        while true {
+            switch try? SystemCall.read(channel.fd, into: loop.scratch) {
+            case .done?: continue
+            case .wouldBlock?: return
+            default: return finish()
+            }
+        }
     }
 
     private func finish() {

@@ -42,6 +42,14 @@ struct LogRecord {
     var bytesUp = 0
     var bytesDown = 0
     var durationMilliseconds = 0.0
+    /// The policy ID that judged the request, and its file (the `policy` field; else the generation's).
+    var app: String?
+    var policy: String?
+    /// Which routing step chose the policy.
+    var route: RouteKind?
+    var userAgent: String?
+    /// The proxy user who presented credentials (verified or not); never the password.
+    var proxyUser: String?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -56,7 +64,7 @@ struct LogRecord {
         let destination = decision?.destination
         fields.time("time", time)
         fields.address("client", client)
-        fields.string("policy", policy)
+        fields.string("policy", self.policy ?? policy)
         fields.string("method", method)
         fields.string("scheme", destination?.scheme.rawValue)
         fields.host("host", destination?.host)
@@ -75,6 +83,10 @@ struct LogRecord {
         fields.int("bytes_up", bytesUp)
         fields.int("bytes_down", bytesDown)
         fields.milliseconds("duration_ms", durationMilliseconds)
+        fields.string("app", app)
+        fields.string("route", route?.rawValue)
+        fields.string("user_agent", userAgent)
+        fields.string("proxy_user", proxyUser)
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
         if let certificate {
@@ -99,7 +111,10 @@ struct LogRecord {
         let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
-        var line = "\(LogRecord.timestamp(time)) \(client) \(method) \(target) \(verdict.uppercased())"
+        var line = "\(LogRecord.timestamp(time)) \(client)"
+        if let proxyUser { line += " user=\(proxyUser)" }
+        if let app { line += " app=\(app)" }
+        line += " \(method) \(target) \(verdict.uppercased())"
         if let code { line += " \(code)" }
         if !enforced { line += " (report only)" }
         if let tlsVersion { line += " \(tlsVersion)" }
@@ -120,12 +135,14 @@ struct LogRecord {
     }
 }
 
-/// Decision messages a loop has already formatted. The engine decides from the destination and the
-/// load context alone, so within one configuration generation they determine the message; building
-/// it (several interpolated sentences) was the largest part of a log record.
+/// Decision messages a loop has already formatted. An app's engine decides from the destination and
+/// the load context alone, so within one configuration generation they and the app (each has its own
+/// policy) determine the message; building it (several interpolated sentences) was the largest part
+/// of a log record.
 struct DecisionMessages {
     private struct Key: Hashable {
         var generation: Int
+        var app: Int
         var destination: Destination
         var context: LoadContext
     }
@@ -135,8 +152,8 @@ struct DecisionMessages {
     /// generation's entries behind until then).
     static let capacity = 1024
 
-    mutating func message(for decision: Decision, generation: Int) -> String {
-        let key = Key(generation: generation, destination: decision.destination, context: decision.context)
+    mutating func message(for decision: Decision, generation: Int, app: Int) -> String {
+        let key = Key(generation: generation, app: app, destination: decision.destination, context: decision.context)
         if let known = messages[key] { return known }
         if messages.count >= DecisionMessages.capacity { messages.removeAll(keepingCapacity: true) }
         let message = decision.message
@@ -150,7 +167,7 @@ struct DecisionMessages {
 /// 16 KiB, on its clock tick, and on flush), so a record costs no thread hand-off.
 final class DecisionLog: Sendable {
     let format: LogFormat
-    private let policy: String
+    let policy: String
     private let sink: LogSink
 
     init(format: LogFormat, policy: String, sink: LogSink) {

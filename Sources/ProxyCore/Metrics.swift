@@ -2,6 +2,7 @@
 /// the hot path); a scrape sums every loop's copy.
 struct LoopMetrics {
     struct DecisionKey: Hashable {
+        var app: String
         var action: String
         var reason: String
         var enforced: Bool
@@ -25,7 +26,7 @@ struct LoopMetrics {
     mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
-        decisions[DecisionKey(action: action, reason: reason, enforced: record.enforced), default: 0] += 1
+        decisions[DecisionKey(app: record.app ?? "", action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown
         if record.reason?.isHandshakeFailure == true {
@@ -69,10 +70,12 @@ enum PrometheusText {
         }
         family("atsgate_build_info", "gauge", "The running version.", [(label(["version": gauges.version]), "1")])
         let decisions = metrics.decisions.sorted {
-            ($0.key.action, $0.key.reason, $0.key.enforced ? 1 : 0) < ($1.key.action, $1.key.reason, $1.key.enforced ? 1 : 0)
+            ($0.key.app, $0.key.action, $0.key.reason, $0.key.enforced ? 1 : 0)
+                < ($1.key.app, $1.key.action, $1.key.reason, $1.key.enforced ? 1 : 0)
         }
-        family("atsgate_decisions_total", "counter", "Decision records by action and reason (enforced=false in report mode).",
-               decisions.map { (label(["action": $0.key.action, "reason": $0.key.reason,
+        family("atsgate_decisions_total", "counter",
+               "Decision records by app (policy ID), action and reason (enforced=false in report mode).",
+               decisions.map { (label(["app": $0.key.app, "action": $0.key.action, "reason": $0.key.reason,
                                        "enforced": $0.key.enforced ? "true" : "false"]), "\($0.value)") })
         family("atsgate_connections_accepted_total", "counter", "Client connections accepted.",
                [("", "\(metrics.connectionsAccepted)")])

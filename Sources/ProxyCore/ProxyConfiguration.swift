@@ -15,6 +15,17 @@ public struct ProxyConfiguration: Sendable {
     public var engine: DecisionEngine = DecisionEngine(policy: .empty)
     /// The policy's name in the log (its path, or "embedded").
     public var policyLabel = "embedded"
+    /// The policies of `--policy [ID=]FILE` (an .ipa or .app gives one per bundle); empty: `engine`
+    /// alone, under `policyLabel`.
+    public var apps: [AppPolicy] = []
+    /// `--route` rules, tried in order before automatic agent routing.
+    public var routes: [Route] = []
+    /// What a request that no rule and no User-Agent routed gets (default: the first policy).
+    public var unrouted: Unrouted = .app(0)
+    /// `--auth-file`: Basic proxy authentication against these users; none when nil.
+    public var passwords: PasswordFile?
+    /// `--pac FILE`: served at /proxy.pac and /wpad.dat instead of the generated one.
+    public var pacFile: String?
     public var mode: ProxyMode = .enforce
     public var resolve: [String: [IPAddress]] = [:]
     public var connectPorts: Set<Int> = [443]

@@ -22,7 +22,7 @@ extension ProxyConnection {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = context.configuration.engine.decide(destination, context: loadContext)
+        let decision = engine.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)

@@ -13,7 +13,7 @@ extension ProxyConnection {
             return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
         }
         let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        record.decision = context.configuration.engine.decide(destination, context: loadContext)
+        record.decision = engine.decide(destination, context: loadContext)
         guard context.configuration.connectPorts.contains(destination.port) else {
             return respond(.block(.ats(.portNotAllowed),
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
@@ -47,7 +47,7 @@ extension ProxyConnection {
         if !isTLS {
             var cleartext = destination
             cleartext.scheme = .http
-            let decision = context.configuration.engine.decide(cleartext, context: loadContext)
+            let decision = engine.decide(cleartext, context: loadContext)
             record.decision = decision
             if !decision.requirements.cleartextAllowed {
                 let message = "cleartext in a CONNECT tunnel to \(destination.host): "

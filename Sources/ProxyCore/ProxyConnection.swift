@@ -15,7 +15,9 @@ import POSIX
 /// hold what each phase does with the bytes it is handed.
 final class ProxyConnection {
     /// The legal transitions:
-    /// - readingHead -> answering (a verdict, an error) | connecting (a tunnel, a forward, an upgrade)
+    /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
+    ///   | connecting (a tunnel, a forward, an upgrade)
+    /// - authenticating -> answering (a 407, a verdict) | connecting
     /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
     /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200) | closed
     /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying (anything else) | closed
@@ -28,6 +30,8 @@ final class ProxyConnection {
     enum State {
         /// Waiting for (the rest of) a request head in `inbound`.
         case readingHead
+        /// The request's credentials are being checked on the blocking pool (a slow hash).
+        case authenticating(RequestHead)
         /// Resolving and connecting to the origin; then what `next` says.
         indirect case connecting(Destination, next: AfterConnect)
         /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
@@ -88,8 +92,16 @@ final class ProxyConnection {
     var record: LogRecord
     /// When the current request began, on the monotonic clock (its duration); `record.time` has the wall time.
     var started = monotonic()
+    /// The listening port the client reached (`--route port:N`).
+    let localPort: Int
+    /// The policy (index into the router's apps) of the current request.
+    var app = 0
+    /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
+    var verifiedCredentials: [UInt8]?
+    var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, context: ProxyContext, loop: EventLoop) {
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, context: ProxyContext, loop: EventLoop) {
+        self.localPort = localPort
         self.context = context
         self.loop = loop
         self.queue = loop.queue
@@ -107,6 +119,11 @@ final class ProxyConnection {
         state = .readingHead
         bindHandlers()
         client.wantRead(true)
+    }
+
+    func enterAuthenticating(_ head: RequestHead) {
+        state = .authenticating(head)
+        bindHandlers()
     }
 
     func enterConnecting(_ destination: Destination, next: AfterConnect) {
@@ -163,7 +180,7 @@ final class ProxyConnection {
         case .readingHead:
             client.onReadable { [self] in readHead() }
             client.onWritable {}
-        case .connecting:
+        case .connecting, .authenticating:
             // The client normally sends nothing until it has an answer, so its read interest stays
             // on (one epoll_ctl less each way); only if bytes do arrive early is it turned off, and
             // the next phase turns it back on.
@@ -263,7 +280,34 @@ final class ProxyConnection {
         }
     }
 
+    /// The proxy's own documents first (the PAC file needs no credentials), then the credentials
+    /// (--auth-file), then the policy for the request, then what kind of request it is.
     func route(_ head: RequestHead) {
+        record.userAgent = head.field(.userAgent)
+        if let document = servedDocument(head) {
+            return respond(document, .http(keepAlive: head.keepAlive && !head.hasBody))
+        }
+        if let authenticator = context.authenticator {
+            return authenticate(head, authenticator)
+        }
+        dispatch(head)
+    }
+
+    /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
+    func dispatch(_ head: RequestHead) {
+        record.proxyUser = proxyUser
+        let router = context.router
+        let product = AppRouter.product(ofUserAgent: record.userAgent)
+        let (selected, kind) = router.select(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
+        record.route = kind
+        guard let selected else {
+            let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
+            return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
+                                  + "bundle is named by its \(agent); --unrouted is block"))
+        }
+        app = selected
+        record.app = router.apps[selected].id
+        record.policy = router.apps[selected].label
         if head.method == "CONNECT" {
             return connectTunnel(head)
         }
@@ -386,6 +430,13 @@ final class ProxyConnection {
             record.action = .upgrade
             // Report mode forwards the request as it came; the record says it would be upgraded.
             if context.configuration.mode == .report { return true }
+        case .challenge(let message):
+            // Enforced in report mode too: the proxy's access rule, not ATS.
+            record.action = .block
+            record.reason = .ats(.authRequired)
+            record.message = message
+        case .serve:
+            record.action = .allow
         case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message):
             record.action = .error
             record.reason = reason
@@ -455,9 +506,10 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
-            record.message = loop.decisionMessages.message(for: decision, generation: context.generation)
+            record.message = loop.decisionMessages.message(for: decision, generation: context.generation, app: app)
         }
         loop.metrics.count(record)
+        context.shared.live.add(record, policy: context.log.policy)
         context.shared.decisions.add(1, ordering: .relaxed)
         context.log.write(record, into: &loop.logBuffer)
     }
@@ -534,6 +586,9 @@ final class ProxyConnection {
     }
 
     // MARK: helpers
+
+    /// The policy of the current request.
+    var engine: DecisionEngine { context.router.apps[app].engine }
 
     func isSelf(_ destination: Destination) -> Bool {
         guard case .address(let ip) = destination.host else { return false }

@@ -18,11 +18,20 @@ final class ProxyContext: Sendable {
     let verdicts: CertificateVerdictCache
     /// 1 for the configuration the daemon started with, then one more per successful reload.
     let generation: Int
+    /// Which app's policy each request gets.
+    let router: AppRouter
+    /// Checks Proxy-Authorization (--auth-file); nil when the proxy is open.
+    let authenticator: ProxyAuthenticator?
 
     init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
         self.configuration = configuration
         self.shared = shared
         self.generation = generation
+        let apps = configuration.apps.isEmpty
+            ? [AppPolicy(id: configuration.policyLabel, engine: configuration.engine, label: configuration.policyLabel)]
+            : configuration.apps
+        router = AppRouter(apps: apps, routes: configuration.routes, unrouted: configuration.unrouted)
+        authenticator = configuration.passwords.map(ProxyAuthenticator.init(file:))
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
         resolver = Resolver(pinned: configuration.resolve)
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
@@ -46,6 +55,8 @@ final class ServerShared: Sendable {
     let verdictHits = Atomic<Int>(0)
     let verdictMisses = Atomic<Int>(0)
     let sink: LogSink
+    /// The recent decisions and the live page's stream of them.
+    let live = LiveFeed()
     let onConnectionClosed: @Sendable () -> Void
 
     init(sink: LogSink, onConnectionClosed: @escaping @Sendable () -> Void) {

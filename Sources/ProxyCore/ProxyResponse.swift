@@ -1,3 +1,5 @@
+import ATSPolicy
+
 /// The proxy's own HTTP answers: blocks, errors, and the page for requests addressed to the proxy.
 enum ProxyResponse {
     /// `includeBody` false answers a HEAD: the same head, Content-Length included, without the body.
@@ -20,6 +22,13 @@ enum ProxyResponse {
         switch verdict {
         case .allow, .upgrade:
             return render(status: 200, body: "", keepAlive: keepAlive)
+        case .serve(let contentType, let body, let includeBody):
+            return render(status: 200, body: body, keepAlive: keepAlive, contentType: contentType, includeBody: includeBody)
+        case .challenge(let message):
+            return render(status: 407, headers: [("Proxy-Authenticate", "Basic realm=\"atsgate\""),
+                                                 ("X-ATS-Action", "block"),
+                                                 ("X-ATS-Reason", BlockReason.authRequired.rawValue)],
+                          body: message + "\n", keepAlive: keepAlive)
         case .block(let reason, let message, _):
             let text = message ?? decisionMessage() ?? reason.rawValue
             return render(status: 403, headers: [("X-ATS-Action", "block"), ("X-ATS-Reason", reason.rawValue)],

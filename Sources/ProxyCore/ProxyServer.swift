@@ -220,8 +220,11 @@ public final class ProxyServer: @unchecked Sendable {
     /// Decision records written since the start.
     public var decisionCount: Int { shared.decisions.load(ordering: .relaxed) }
 
-    /// Sums every loop's counters (each on its own queue) and renders /metrics on `queue`.
-    func renderMetrics(on queue: DispatchQueue, completion: @escaping (String) -> Void) {
+    /// The recent decisions, for the live page.
+    var liveFeed: LiveFeed { shared.live }
+
+    /// Sums every loop's counters (each read on its own queue) and hands the sum over on `queue`.
+    func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
         let collected = Mutex(LoopMetrics())
         let group = DispatchGroup()
         for loop in loops {
@@ -230,7 +233,12 @@ public final class ProxyServer: @unchecked Sendable {
                 collected.withLock { $0.add(metrics) }
             }
         }
-        group.notify(queue: queue) { [self] in
+        group.notify(queue: queue) { completion(collected.withLock { $0 }) }
+    }
+
+    /// Renders /metrics on `queue`.
+    func renderMetrics(on queue: DispatchQueue, completion: @escaping (String) -> Void) {
+        collectMetrics(on: queue) { [self] metrics in
             let gauges = ServerGauges(
                 connectionsOpen: openConnections, generation: generation,
                 reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
@@ -239,7 +247,7 @@ public final class ProxyServer: @unchecked Sendable {
                 probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
                              "miss": shared.verdictMisses.load(ordering: .relaxed)],
                 version: ProxyServer.version)
-            completion(PrometheusText.render(collected.withLock { $0 }, gauges))
+            completion(PrometheusText.render(metrics, gauges))
         }
     }
 
@@ -250,6 +258,7 @@ public final class ProxyServer: @unchecked Sendable {
 
     private func accept(on listenFD: Int32, loop: EventLoop) {
         let context = current.withLock { $0 }
+        let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
             if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
@@ -278,7 +287,8 @@ public final class ProxyServer: @unchecked Sendable {
             }
             shared.open.add(1, ordering: .relaxed)
             loop.metrics.connectionsAccepted += 1
-            let connection = ProxyConnection(fd: fd, clientAddress: client, context: context, loop: loop)
+            let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort,
+                                             context: context, loop: loop)
             if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
                 connection.start()
             } else {

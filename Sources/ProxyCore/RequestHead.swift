@@ -22,6 +22,9 @@ struct RequestHead {
 
     var target: String { String(decoding: bytes[targetRange], as: UTF8.self) }
 
+    /// The request has a body to read (an answer that does not read it cannot keep the connection).
+    var hasBody: Bool { (contentLength ?? 0) > 0 || chunked }
+
     /// The value of the first field of `kind`.
     func field(_ kind: HeaderField.Kind) -> String? {
         fields.first { $0.kind == kind }.map { String(decoding: bytes[$0.value], as: UTF8.self) }

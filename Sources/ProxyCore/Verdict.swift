@@ -25,13 +25,15 @@ enum Reason: Hashable, Sendable, CaseIterable {
     case upstreamTruncated
     /// The origin refused the client's TLS handshake with a fatal alert (named in the message).
     case serverAlert
+    /// No --route matched and --unrouted is block.
+    case noPolicy
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
         .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert,
+        .serverAlert, .noPolicy,
     ]
 
     static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -61,13 +63,14 @@ enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTLS: "upstream-tls"
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
+        case .noPolicy: "no-policy"
         }
     }
 
     /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
     var enforcedInReportMode: Bool {
         switch self {
-        case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired): true
+        case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy: true
         default: false
         }
     }
@@ -110,6 +113,10 @@ enum Verdict {
     case block(Reason, message: String?, rule: RuleID? = nil)
     /// A redirect to the https URL (`--cleartext redirect`).
     case redirect(location: String)
+    /// No valid proxy credentials (--auth-file): 407 with a Basic challenge, reason `auth-required`.
+    case challenge(message: String)
+    /// A document the proxy serves itself (the PAC file): 200; for a HEAD, the head alone.
+    case serve(contentType: String, body: String, includeBody: Bool)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
     case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
     /// The origin failed (502 or 504).
@@ -118,8 +125,9 @@ enum Verdict {
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     var status: Int {
         switch self {
-        case .allow, .upgrade: 200
+        case .allow, .upgrade, .serve: 200
         case .block: 403
+        case .challenge: 407
         case .redirect: 308
         case .answer(let status, _, _, _, _), .fail(_, let status, _): status
         }
@@ -127,8 +135,8 @@ enum Verdict {
 
     var action: RecordAction {
         switch self {
-        case .allow: .allow
-        case .block: .block
+        case .allow, .serve: .allow
+        case .block, .challenge: .block
         case .upgrade, .redirect: .upgrade
         case .answer, .fail: .error
         }

@@ -22,7 +22,8 @@ struct LintCommand: ParsableCommand {
     @Option(name: .long, help: "Which OS generation's rules apply: ios9, ios10 or ios17.")
     var profile: Profile = .ios17
 
-    @Argument(help: ArgumentHelp("Policy files to lint.", valueName: "file"))
+    @Argument(help: ArgumentHelp("Policy files to lint: plists, JSON, or .ipa and .app bundles (each bundle linted).",
+                                 valueName: "file"))
     var files: [String]
 
     func run() throws {
@@ -30,6 +31,20 @@ struct LintCommand: ParsableCommand {
         var results: [LintFileResult] = []
         var failures: [String] = []
         for path in files {
+            if AppBundles.isBundle(path) {
+                // One result per bundle, under the file as given; key paths start with the bundle's path.
+                do {
+                    for bundle in try AppBundles.load(path: path) {
+                        var source = bundle.source
+                        source.origin = path
+                        results.append(linter.lintFile(source))
+                    }
+                } catch {
+                    results.append(.unreadable(path: path, error: error.description))
+                    failures.append(error.description)
+                }
+                continue
+            }
             do {
                 // One read serves both the parse and the line numbers.
                 let data = try PolicyLoader.read(path: path)

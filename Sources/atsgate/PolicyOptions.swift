@@ -1,11 +1,16 @@
 import ArgumentParser
 import ATSPolicy
+import Foundation
 
 /// The flags `run` and `check` share (INTERFACE.md): which policy, and the engine's options.
 struct PolicyOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("ATS policy: Info.plist (XML or binary), bare ATS dictionary plist, or JSON.",
-                                            valueName: "file"))
-    var policy: String?
+    @Option(name: .long, help: ArgumentHelp("""
+        ATS policy (repeatable): Info.plist (XML or binary), bare ATS dictionary plist, JSON, or an .ipa or \
+        .app (one policy per bundle: the app, its extensions, watch app and App Clips, each under its \
+        CFBundleIdentifier). ID= names a single file's policy (default: its CFBundleIdentifier, else the \
+        file name). check and diagnose use the first.
+        """, valueName: "[id=]file"))
+    var policy: [String] = []
 
     @Option(name: .long, help: "Which OS generation's rules apply: ios9, ios10 or ios17.")
     var profile: Profile = .ios17
@@ -20,14 +25,73 @@ struct PolicyOptions: ParsableArguments {
                                             valueName: "cidr"))
     var localNetwork: [IPNetwork] = []
 
-    /// Loads the policy (the embedded empty default without --policy); errors name the file.
+    /// Loads the first policy (the embedded empty default without --policy); errors name the file.
     func loadPolicy() throws -> Policy {
-        guard let path = policy else { return .empty }
+        guard let first = policy.first else { return .empty }
+        return Policy(try PolicyOptions.load(first)[0].source)
+    }
+
+    /// One loaded policy and what identifies it.
+    struct Loaded {
+        var id: String
+        var source: PolicySource
+        /// The file, and for a bundle of an .ipa or .app its path inside.
+        var label: String
+        var executable: String?
+        var name: String?
+    }
+
+    /// Every --policy, in order (an .ipa or .app gives its bundles in order: the app first); IDs unique.
+    func loadPolicies() throws -> [Loaded] {
+        var loaded: [Loaded] = []
+        var seen: [String: String] = [:]
+        for spec in policy {
+            for item in try PolicyOptions.load(spec) {
+                if let other = seen[item.id] {
+                    throw CommandFailure(message: "--policy: duplicate policy ID '\(item.id)' (from \(other) and \(item.label))")
+                }
+                seen[item.id] = item.label
+                loaded.append(item)
+            }
+        }
+        return loaded
+    }
+
+    /// `[ID=]FILE`: the ID is given when the text before '=' is no path and the whole is no file.
+    static func split(_ spec: String) -> (id: String?, path: String) {
+        guard let equals = spec.firstIndex(of: "="), !spec[..<equals].contains("/"), equals != spec.startIndex,
+              !FileManager.default.fileExists(atPath: spec) else { return (nil, spec) }
+        return (String(spec[..<equals]), String(spec[spec.index(after: equals)...]))
+    }
+
+    static func load(_ spec: String) throws -> [Loaded] {
+        let (id, path) = split(spec)
+        if AppBundles.isBundle(path) {
+            if let id {
+                throw CommandFailure(message: "--policy \(spec): an .ipa or .app gives one policy per bundle, "
+                    + "each under its CFBundleIdentifier; '\(id)=' cannot name them")
+            }
+            do {
+                return try AppBundles.load(path: path).map { bundle in
+                    Loaded(id: bundle.identifier, source: bundle.source, label: "\(path):\(bundle.bundlePath)",
+                           executable: bundle.executable, name: bundle.name)
+                }
+            } catch {
+                throw CommandFailure(message: error.description)
+            }
+        }
+        let data: Data
+        let source: PolicySource
         do {
-            return Policy(try PolicyLoader.load(path: path))
+            data = try PolicyLoader.read(path: path)
+            source = try PolicyLoader.parse(data: data, origin: path)
         } catch {
             throw CommandFailure(message: error.description)
         }
+        let strings = AppBundles.rootStrings(data)
+        let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        return [Loaded(id: id ?? strings["CFBundleIdentifier"] ?? fileName, source: source, label: path,
+                       executable: strings["CFBundleExecutable"], name: strings["CFBundleName"])]
     }
 
     var engineOptions: EngineOptions {

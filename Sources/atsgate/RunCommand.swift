@@ -26,6 +26,31 @@ struct RunCommand: ParsableCommand {
 
     @OptionGroup var options: PolicyOptions
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Which policy a request gets (repeatable, tried in order): user:NAME (the proxy user), client:CIDR, \
+        port:N (the listening port reached) or agent:NAME (the User-Agent's product name), =ID of a policy. \
+        After them, a User-Agent whose product is a bundle's CFBundleExecutable or CFBundleName gets that \
+        bundle's policy.
+        """, valueName: "rule=id"))
+    var route: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Policy ID for requests no route chose, or block (403, reason no-policy). Default: the first policy.
+        """, valueName: "id|block"))
+    var unrouted: String?
+
+    @Option(name: .long, help: ArgumentHelp("""
+        htpasswd file (bcrypt or SHA-512 crypt) of proxy users: requests without valid \
+        Proxy-Authorization: Basic get 407. Re-read on SIGHUP.
+        """, valueName: "file"))
+    var authFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("""
+        PAC file served at /proxy.pac and /wpad.dat (default: one sending everything to the address the \
+        client used).
+        """, valueName: "file"))
+    var pac: String?
+
     @Option(name: .long, help: ArgumentHelp("Address to listen on (repeatable).", valueName: "host:port"))
     var listen: [String] = []
 
@@ -142,8 +167,47 @@ struct RunCommand: ParsableCommand {
     /// policy loaded. Used at start and again on every reload.
     func makeConfiguration() throws -> ProxyConfiguration {
         var configuration = ProxyConfiguration()
-        configuration.engine = DecisionEngine(policy: try options.loadPolicy(), options: options.engineOptions)
-        configuration.policyLabel = options.policy ?? "embedded"
+        let engineOptions = options.engineOptions
+        let loaded = try options.loadPolicies()
+        configuration.apps = loaded.map { policy in
+            AppPolicy(id: policy.id, engine: DecisionEngine(policy: Policy(policy.source), options: engineOptions),
+                      label: policy.label, executable: policy.executable, name: policy.name)
+        }
+        if let first = configuration.apps.first {
+            configuration.engine = first.engine
+            configuration.policyLabel = first.label
+        } else {
+            configuration.engine = DecisionEngine(policy: .empty, options: engineOptions)
+        }
+        let ids = configuration.apps.isEmpty ? ["embedded"] : configuration.apps.map(\.id)
+        func index(of id: String, for flag: String) throws -> Int {
+            guard let index = ids.firstIndex(of: id) else {
+                throw CommandFailure(message: "\(flag): no policy has the ID '\(id)' (loaded: \(ids.joined(separator: ", ")))")
+            }
+            return index
+        }
+        configuration.routes = try route.map { text in
+            guard let equals = text.lastIndex(of: "="), let rule = RouteRule(parsing: text[..<equals]) else {
+                throw CommandFailure(message: "--route \(text): expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID")
+            }
+            return Route(rule: rule, app: try index(of: String(text[text.index(after: equals)...]), for: "--route \(text)"))
+        }
+        if let unrouted {
+            configuration.unrouted = unrouted == "block" ? .block : .app(try index(of: unrouted, for: "--unrouted"))
+        }
+        if let authFile {
+            do {
+                configuration.passwords = try PasswordFile.load(path: authFile)
+            } catch {
+                throw CommandFailure(message: "--auth-file \(error.description)")
+            }
+        }
+        if let pac {
+            guard let data = FileManager.default.contents(atPath: pac), let text = String(data: data, encoding: .utf8) else {
+                throw CommandFailure(message: "--pac \(pac): cannot read it as UTF-8 text")
+            }
+            configuration.pacFile = text
+        }
         if !listen.isEmpty {
             configuration.listen = try listen.map { text in
                 guard let address = SocketAddress(parsing: text) else {
@@ -219,7 +283,8 @@ struct RunCommand: ParsableCommand {
         server.start()
         var where_ = server.boundAddresses.map(\.description).joined(separator: ", ")
         if let adminAddress = server.adminAddress { where_ += "; admin on \(adminAddress)" }
-        let line = "listening on \(where_) (policy \(configuration.policyLabel), "
+        let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
+        let line = "listening on \(where_) (policy \(configuration.policyLabel)\(more), "
             + "profile \(options.profile.rawValue), mode \(mode.rawValue))"
         ServiceLifecycle(server: server, arguments: Array(CommandLine.arguments.dropFirst()),
                          gracePeriod: gracePeriod, announce: { ServiceManager.say(line) }).start()

@@ -29,9 +29,22 @@ public func loopbackListener(backlog: Int32 = 16) throws -> (fd: Int32, port: In
     return (fd, Int(UInt16(bigEndian: address.sin_port)))
 }
 
-/// A blocking TCP connection to 127.0.0.1:`port` (made non-blocking when asked); the caller closes it.
-public func connectLoopback(port: Int, nonBlocking: Bool = false) throws -> Int32 {
+/// A blocking TCP connection to 127.0.0.1:`port` from `source` (a loopback address, 127.0.0.2 for a
+/// second client; else the system's choice), made non-blocking when asked; the caller closes it.
+public func connectLoopback(port: Int, nonBlocking: Bool = false, source: UInt32? = nil) throws -> Int32 {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+    if let source {
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = source.bigEndian
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            close(fd)
+            throw HarnessError("bind to the source address failed")
+        }
+    }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -77,8 +90,9 @@ public func waitUntilListening(_ port: Int, timeout: TimeInterval = 10) throws {
 public final class RawClient {
     public let fd: Int32
 
-    public init(port: Int, timeout: Int = 10) throws {
-        fd = try connectLoopback(port: port)
+    /// `source`: a loopback address to connect from (127.0.0.2 for a second client), else the system's choice.
+    public init(port: Int, timeout: Int = 10, source: UInt32? = nil) throws {
+        fd = try connectLoopback(port: port, source: source)
         var limit = timeval(tv_sec: timeout, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }

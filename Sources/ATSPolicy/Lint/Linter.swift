@@ -53,7 +53,9 @@ struct LintPass {
         bare.exceptionDomains = [:]
         self.withoutExceptions = DecisionEngine(policy: bare,
                                                 options: EngineOptions(profile: profile, builtinExceptions: false))
-        self.root = LintKeyPath(prefix: source.keyPathPrefix)
+        var root = LintKeyPath(prefix: source.keyPathPrefix)
+        if let bundle = source.bundlePath { root.components.insert(.key(bundle), at: 0) }
+        self.root = root
     }
 
     mutating func report<Check: LintCheck>(_ check: Check, at path: LintKeyPath) {

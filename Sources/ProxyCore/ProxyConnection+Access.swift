@@ -1,0 +1,99 @@
+import ATSPolicy
+import POSIX
+
+/// What comes before a request's policy: the proxy's own documents (the PAC file) and proxy
+/// authentication (`--auth-file`, Basic, a 407 that keeps the connection for the client's retry).
+extension ProxyConnection {
+    // MARK: the PAC file
+
+    static let pacPaths: Set<String> = ["/proxy.pac", "/wpad.dat"]
+    static let pacType = "application/x-ns-proxy-autoconfig"
+
+    /// A GET or HEAD of /proxy.pac or /wpad.dat asked of the proxy itself, answered without credentials.
+    func servedDocument(_ head: RequestHead) -> Verdict? {
+        guard head.method == "GET" || head.method == "HEAD", !head.isAbsoluteForm else { return nil }
+        let path = head.target.prefix { $0 != "?" }
+        guard ProxyConnection.pacPaths.contains(String(path)) else { return nil }
+        record.message = "served \(path)"
+        let body = context.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head))
+        return .serve(contentType: ProxyConnection.pacType, body: body, includeBody: head.method != "HEAD")
+    }
+
+    /// The address the client used to reach the proxy: its Host field when that is a valid
+    /// authority (what a device was configured with, through a load balancer too), else the socket's.
+    func proxyAuthority(_ head: RequestHead) -> String {
+        let local = Socket.localAddress(client.fd)
+        let port = local?.port ?? localPort
+        if let host = head.field(.host), !host.isEmpty,
+           let parsed = try? Destination.parse(authority: host, scheme: .http, portRequired: false) {
+            let hostText = hostForURL(parsed)
+            let explicitPort = host.hasSuffix("]") || !host.contains(":") ? port : parsed.port
+            return "\(hostText):\(explicitPort)"
+        }
+        guard let local else { return "127.0.0.1:\(port)" }
+        return local.description
+    }
+
+    /// Every URL through the proxy: no DIRECT fallback, which would bypass the policy when the proxy
+    /// is down.
+    static func pac(proxy: String) -> String {
+        """
+        // atsgate: every request goes through the ATS-enforcing proxy.
+        function FindProxyForURL(url, host) {
+          return "PROXY \(proxy)";
+        }
+
+        """
+    }
+
+    // MARK: proxy authentication
+
+    /// Checks the request's Basic credentials: known ones at once; new ones on the blocking pool.
+    func authenticate(_ head: RequestHead, _ authenticator: ProxyAuthenticator) {
+        let field = head.field(.proxyAuthorization)
+        if let token = ProxyAuthenticator.basicToken(field) {
+            if token == verifiedCredentials, proxyUser != nil { return dispatch(head) }
+            if let user = authenticator.knownUser(token) {
+                verifiedCredentials = token
+                proxyUser = user
+                return dispatch(head)
+            }
+        }
+        guard let credentials = ProxyAuthenticator.basicCredentials(field) else {
+            proxyUser = nil
+            return challenge(head, field == nil ? "proxy authentication required (Proxy-Authorization: Basic)"
+                                                : "Proxy-Authorization is not valid Basic credentials")
+        }
+        enterAuthenticating(head)
+        let loop = self.loop
+        BlockingPool.shared.submit {
+            let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
+            loop.execute { [self] in
+                authenticated(head, user: credentials.user, token: credentials.token, valid: valid, authenticator)
+            }
+        }
+    }
+
+    private func authenticated(_ head: RequestHead, user: String, token: [UInt8], valid: Bool,
+                               _ authenticator: ProxyAuthenticator) {
+        guard case .authenticating = state else { return }
+        guard valid else {
+            proxyUser = nil
+            let problem = authenticator.file.hashes[user] == nil ? "unknown proxy user '\(user)'"
+                                                                 : "wrong password for proxy user '\(user)'"
+            return challenge(head, problem, attempted: user)
+        }
+        authenticator.remember(token, user: user)
+        verifiedCredentials = token
+        proxyUser = user
+        dispatch(head)
+    }
+
+    /// 407 with a Basic challenge. The connection stays open when the request allows it (iOS sends
+    /// its credentials on the same connection, and fails HTTPS if the proxy closes it instead).
+    private func challenge(_ head: RequestHead, _ message: String, attempted: String? = nil) {
+        verifiedCredentials = nil
+        record.proxyUser = attempted
+        respond(.challenge(message: message), .http(keepAlive: head.keepAlive && !head.hasBody))
+    }
+}
