@@ -85,7 +85,7 @@ struct DiagnoseCommand: ParsableCommand {
 
     func validate() throws {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
-        if system, options.policy != nil {
+        if system, !options.policy.isEmpty {
             throw ValidationError("--system judges a server by Apple's system connection rules, not an app policy: drop --policy")
         }
     }

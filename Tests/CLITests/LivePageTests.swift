@@ -45,11 +45,12 @@ import TestSupport
         try daemon.waitForRecords(2)
         let page = "http://127.0.0.1:\(try daemon.adminPort())/"
 
-        // Blocks made while the page is open (one every half second: the browser's start takes a
-        // while); those after the stream opened arrive through /events, marked fresh.
+        // Blocks made while the page is open (one every half second for 8 s: the browser's start
+        // takes a while, longer when the whole suite runs beside it); those after the stream opened
+        // arrive through /events, marked fresh, and the stream stays open 15 s so the last ones do too.
         var live = 0
-        let all = try Self.dumpDOM(page, stream: 6) {
-            for _ in 0..<8 {
+        let all = try Self.dumpDOM(page, stream: 15) {
+            for _ in 0..<16 {
                 usleep(500_000)
                 let status = try DeviceLabTests.curlStatus(daemon, ["-A", "Other/1 CFNetwork/1 Darwin/1",
                                                                     "http://legacy.example.com:\(origin.httpPort)/live"])
