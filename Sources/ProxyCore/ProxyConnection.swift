@@ -31,7 +31,7 @@ final class ProxyConnection {
         /// Waiting for (the rest of) a request head in `inbound`.
         case readingHead
         /// The request's credentials are being checked on the blocking pool (a slow hash).
-        case authenticating(RequestHead)
+        indirect case authenticating(RequestHead)
         /// Resolving and connecting to the origin; then what `next` says.
         indirect case connecting(Destination, next: AfterConnect)
         /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
