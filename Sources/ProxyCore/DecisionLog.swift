@@ -258,18 +258,3 @@ extension LogRecord {
         }
     }
 }
-
-/// Seconds since the epoch: what a record's `time` says, never what a deadline is measured on.
-func wallClock() -> Double {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-}
-
-/// Seconds on CLOCK_MONOTONIC: deadlines, timeouts, durations and cache lifetimes. A step of the
-/// wall clock (NTP, an operator) would otherwise fire or hold every timeout at once.
-func monotonic() -> Double {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
-}

@@ -319,13 +319,6 @@ public final class ProxyServer: @unchecked Sendable {
     }
 }
 
-/// CLOCK_MONOTONIC in milliseconds (for liveness: wall-clock jumps must not look like a stall).
-func monotonicMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-}
-
 /// Lets the context reach the server without keeping it alive.
 private final class WeakBox<Value: AnyObject>: @unchecked Sendable {
     weak var value: Value?
