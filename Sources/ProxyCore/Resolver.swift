@@ -16,7 +16,7 @@ final class Resolver: @unchecked Sendable {
     /// Calls `completion` on `loop` with the addresses (IPv6 and IPv4 as the system orders them), or
     /// an error message.
     func resolve(_ host: Host, on loop: EventLoop,
-                 completion: @escaping (Result<[IPAddress], ResolveError>) -> Void) {
+                 completion: @escaping (Result<[IPAddress], AddressLookup.Failure>) -> Void) {
         switch host {
         case .address(let address):
             completion(.success([address]))
@@ -26,13 +26,9 @@ final class Resolver: @unchecked Sendable {
                 return
             }
             pool.submit {
-                let result = AddressLookup.resolve(name).mapError { ResolveError(message: $0.message) }
+                let result = AddressLookup.resolve(name)
                 loop.execute { completion(result) }
             }
         }
     }
-}
-
-struct ResolveError: Error {
-    var message: String
 }
