@@ -118,17 +118,22 @@ enum MessageSyntax {
     /// repeated or listed only with one value (RFC 9110 section 8.6); anything else is refused here.
     static func framing(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField]) throws(Violation) -> Framing {
         var framing = Framing()
-        var firstLength: Range<Int>?
+        // Every comma-separated element of every Content-Length field, empty ones included: each must
+        // be a decimal number, and all must agree (by value: leading zeros make equal numbers unequal bytes).
+        var invalidLength = false
         var conflicting = false
         for field in fields {
             switch field.kind {
             case .contentLength:
                 HeaderFields.forEachToken(head, in: field.value, keepingEmpty: true) { element in
-                    if let first = firstLength {
-                        if !head[element].elementsEqual(head[first]) { conflicting = true }
-                    } else {
-                        firstLength = element
+                    guard !element.isEmpty, element.count <= maximumLengthDigits,
+                          head[element].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                        invalidLength = true
+                        return
                     }
+                    let value = head[element].reduce(0) { $0 * 10 + Int($1 - 0x30) }
+                    if let known = framing.contentLength, known != value { conflicting = true }
+                    framing.contentLength = value
                 }
             case .transferEncoding:
                 framing.transferEncodingFields += 1
@@ -147,26 +152,8 @@ enum MessageSyntax {
                 break
             }
         }
-        if let first = firstLength {
-            guard !first.isEmpty, first.count <= maximumLengthDigits,
-                  head[first].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                throw Violation(problem: "invalid Content-Length")
-            }
-            // Leading zeros make equal numbers unequal bytes: compare values, not spellings.
-            let value = head[first].reduce(0) { $0 * 10 + Int($1 - 0x30) }
-            if conflicting {
-                var agree = true
-                for field in fields where field.kind == .contentLength {
-                    HeaderFields.forEachToken(head, in: field.value, keepingEmpty: true) { element in
-                        let digits = !element.isEmpty && element.count <= maximumLengthDigits
-                            && head[element].allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
-                        if !digits || head[element].reduce(0, { $0 * 10 + Int($1 - 0x30) }) != value { agree = false }
-                    }
-                }
-                guard agree else { throw Violation(problem: "conflicting Content-Length values") }
-            }
-            framing.contentLength = value
-        }
+        if invalidLength { throw Violation(problem: "invalid Content-Length") }
+        if conflicting { throw Violation(problem: "conflicting Content-Length values") }
         return framing
     }
 }
