@@ -2,6 +2,8 @@ import ATSPolicy
 import Foundation
 import Testing
 import TestSupport
+@testable import Admin
+@testable import HTTP1
 @testable import ProxyCore
 
 /// The proxy run in-process with its decision log in memory: connection behaviour asserted from the
@@ -95,8 +97,8 @@ import TestSupport
         #expect(record["rule"] == "R14")
         let rendered = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var metrics = ""
-        server.renderMetrics(on: DispatchQueue(label: "test.metrics")) { text in
-            metrics = text
+        server.collectMetrics(on: DispatchQueue(label: "test.metrics")) { collected in
+            metrics = PrometheusText.render(collected, server.gauges)
             rendered.signal()
         }
         #expect(rendered.wait(timeout: .now() + 10) == .success)
