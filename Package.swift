@@ -117,7 +117,7 @@ let package = Package(
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "Admin", "TestSupport"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.

@@ -1,4 +1,3 @@
-import ATSPolicy
 import Testing
 @testable import HTTP1
 
