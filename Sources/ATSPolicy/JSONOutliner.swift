@@ -102,27 +102,22 @@ struct JSONOutliner {
         }
     }
 
-    /// A string; `index` at its opening quote, left past the closing one.
+    /// A string; `index` at its opening quote, left past the closing one. Read leniently: JSONDecoder checks a
+    /// string's escapes, control characters and UTF-8 only when it decodes that string, which it does not for
+    /// a duplicate key's value it passes over; the loader finds them in the value that failed.
     private mutating func string() throws(PlistSyntaxError) -> String {
         let start = index
         index += 1
         var out: [UInt8] = []
         while index < bytes.count {
             let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""):
+            if byte == UInt8(ascii: "\"") {
                 index += 1
-                guard let text = String(validating: out, as: UTF8.self) else {
-                    throw PlistSyntaxError(offset: start, problem: "this string is not UTF-8")
-                }
-                return text
-            case UInt8(ascii: "\\"):
-                try escape(into: &out)
-            case 0x00..<0x20:
-                throw PlistSyntaxError(offset: index, problem: "expected '\"' to end the string begun at line"
-                    + " \(lineNumber(at: start)), column \(column(at: start)), found a control character"
-                    + " (\(SyntaxQuote.quoted(bytes[index...index]))); write it as an escape")
-            default:
+                return String(decoding: out, as: UTF8.self)
+            }
+            if byte == UInt8(ascii: "\\"), index + 1 < bytes.count {
+                escape(into: &out)
+            } else {
                 out.append(byte)
                 index += 1
             }
@@ -130,12 +125,8 @@ struct JSONOutliner {
         throw PlistSyntaxError(offset: start, problem: "this string never ends; expected '\"'")
     }
 
-    /// One escape sequence; `index` at its backslash.
-    private mutating func escape(into out: inout [UInt8]) throws(PlistSyntaxError) {
-        let start = index
-        guard index + 1 < bytes.count else {
-            throw PlistSyntaxError(offset: start, problem: "the file ends inside an escape sequence")
-        }
+    /// One escape sequence; `index` at its backslash. What is not a valid escape is kept as written.
+    private mutating func escape(into out: inout [UInt8]) {
         let simple: [UInt8: UInt8] = [
             UInt8(ascii: "\""): UInt8(ascii: "\""), UInt8(ascii: "\\"): UInt8(ascii: "\\"), UInt8(ascii: "/"): UInt8(ascii: "/"),
             UInt8(ascii: "b"): 0x08, UInt8(ascii: "f"): 0x0C, UInt8(ascii: "n"): 0x0A, UInt8(ascii: "r"): 0x0D,
@@ -146,46 +137,30 @@ struct JSONOutliner {
             index += 2
             return
         }
-        guard bytes[index + 1] == UInt8(ascii: "u") else {
-            throw PlistSyntaxError(offset: start, problem: "expected an escape (\\\" \\\\ \\/ \\b \\f \\n \\r \\t \\uXXXX),"
-                + " found '\(SyntaxQuote.quoted(bytes[start..<min(start + 2, bytes.count)]))'")
+        guard bytes[index + 1] == UInt8(ascii: "u"), let first = hexUnit(at: index) else {
+            out.append(contentsOf: bytes[index...(index + 1)])
+            index += 2
+            return
         }
-        let first = try hexUnit(at: start)
-        var scalar = Unicode.Scalar(first)
-        if (0xD800..<0xDC00).contains(first) {
-            guard matches("\\u", at: index) else {
-                throw PlistSyntaxError(offset: start, problem: "expected a low surrogate \\uDC00-\\uDFFF after the high"
-                    + " surrogate \\u\(String(first, radix: 16, uppercase: true))")
-            }
-            let second = try hexUnit(at: index)
-            guard (0xDC00..<0xE000).contains(second) else {
-                throw PlistSyntaxError(offset: start, problem: "expected a low surrogate \\uDC00-\\uDFFF after the high"
-                    + " surrogate \\u\(String(first, radix: 16, uppercase: true))")
-            }
-            let high: UInt32 = (first - 0xD800) << 10
-            scalar = Unicode.Scalar(0x10000 + high + (second - 0xDC00))
+        index += 6
+        var value = UInt32(first)
+        if (0xD800..<0xDC00).contains(first), matches("\\u", at: index), let second = hexUnit(at: index),
+           (0xDC00..<0xE000).contains(second) {
+            index += 6
+            let high: UInt32 = (UInt32(first) - 0xD800) << 10
+            value = 0x10000 + high + (UInt32(second) - 0xDC00)
         }
-        guard let scalar else {
-            throw PlistSyntaxError(offset: start, problem: "a low surrogate \\u\(String(first, radix: 16, uppercase: true))"
-                + " without its high surrogate")
-        }
-        out.append(contentsOf: Array(String(scalar).utf8))
+        out.append(contentsOf: Array(String(Unicode.Scalar(value) ?? "\u{FFFD}").utf8))
     }
 
-    /// `\uXXXX` at `start`; leaves `index` past it.
-    private mutating func hexUnit(at start: Int) throws(PlistSyntaxError) -> UInt32 {
-        guard start + 6 <= bytes.count else {
-            throw PlistSyntaxError(offset: start, problem: "expected four hexadecimal digits after \\u, found the end of the file")
-        }
-        var value: UInt32 = 0
+    /// The four hexadecimal digits of `\uXXXX` at `start`, or nil.
+    private func hexUnit(at start: Int) -> UInt16? {
+        guard start + 6 <= bytes.count else { return nil }
+        var value: UInt16 = 0
         for offset in (start + 2)..<(start + 6) {
-            guard let digit = Character(Unicode.Scalar(bytes[offset])).hexDigitValue else {
-                throw PlistSyntaxError(offset: offset, problem: "expected four hexadecimal digits after \\u, found"
-                    + " \(found(at: offset))")
-            }
-            value = value << 4 + UInt32(digit)
+            guard let digit = Character(Unicode.Scalar(bytes[offset])).hexDigitValue else { return nil }
+            value = value << 4 + UInt16(digit)
         }
-        index = start + 6
         return value
     }
 

@@ -33,6 +33,13 @@ extension PolicyLoadError {
             return PolicyLoadError(path: path, problem: "\(prefix): byte 0x\(String(bytes[bad], radix: 16, uppercase: true))"
                 + "\(at) is not UTF-8; expected text in UTF-8", position: outline.position(of: bad), byteOffset: bad)
         }
+        if format == .json, bytes[start] == UInt8(ascii: "\""),
+           let control = bytes[start..<end].firstIndex(where: { $0 < 0x20 }) {
+            let hex = String(bytes[control], radix: 16, uppercase: true)
+            return PolicyLoadError(path: path, problem: "\(prefix): a control character (0x\(hex)) in the string\(at);"
+                + " expected it written as an escape such as \\n or \\u0004",
+                position: outline.position(of: control), byteOffset: control)
+        }
         let written = SyntaxQuote.quoted(bytes[start..<min(end, start + 60)], limit: 60)
         let reason = failure.map(Self.reason) ?? "cannot be read"
         return PolicyLoadError(path: path, problem: "\(prefix): the value\(at) (\(written)) \(Self.expectation(written, reason))",

@@ -97,8 +97,11 @@ struct DuplicateKeyOccurrence: Sendable {
         guard let held else { return "" }
         var text = " It held \(LintValueText.render(held))"
         guard let used else { return text + "." }
-        guard held.dictionaryValue != nil, used.dictionaryValue != nil else {
+        guard let heldEntries = held.dictionaryValue, let usedEntries = used.dictionaryValue else {
             return text + "; line \(usedLine) holds \(LintValueText.render(used))."
+        }
+        if Set(heldEntries.keys).isDisjoint(with: usedEntries.keys) {
+            return text + ", none of it in the one at line \(usedLine)."
         }
         text += "."
         let (lost, changed) = LintValueText.differences(held, used, usedLine: usedLine)
