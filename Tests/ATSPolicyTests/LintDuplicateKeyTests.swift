@@ -127,7 +127,7 @@ import Testing
         #expect(finding.message.contains("'Example.com' (line 10) and 'example.com' (line 8) in NSExceptionDomains name"
             + " the same domain"))
         #expect(finding.message.contains("only 'example.com' applies and the entry at line 10 never does"))
-        #expect(finding.message.contains("Lost with it: NSExceptionAllowsInsecureHTTPLoads = YES"))
+        #expect(finding.message.contains("It held {NSExceptionAllowsInsecureHTTPLoads = YES}, none of it in the one at line 8."))
         #expect(finding.message.contains("(R5)"))
     }
 
@@ -174,9 +174,24 @@ import Testing
         let finding = try findings.one(.duplicateKey)
         #expect(finding.line == 6 && finding.related.map(\.line) == [8])
         #expect(finding.message.contains("in NSExceptionDomains, at lines 6 and 8: the OS uses the last (line 8)"))
-        #expect(finding.message.contains("Lost with it: NSExceptionMinimumTLSVersion = \"TLSv1.0\""))
+        #expect(finding.message.contains("It held {NSExceptionMinimumTLSVersion = \"TLSv1.0\"}, none of it in the one at line 8."))
         // The weak TLS version is in the dead entry: no finding about it.
         #expect(findings.with(.weakMinimumTLSVersion).isEmpty)
+    }
+
+    @Test func whatIsLostAndWhatDiffersAreListed() throws {
+        let lines = Self.header + [
+            "<key>NSExceptionDomains</key>",
+            "<dict>",
+            "<key>a.example.com</key>",                                                                    // 6
+            "<dict><key>NSIncludesSubdomains</key><true/><key>NSExceptionMinimumTLSVersion</key><string>TLSv1.1</string></dict>",
+            "<key>a.example.com</key>",                                                                    // 8
+            "<dict><key>NSIncludesSubdomains</key><false/></dict>",
+            "</dict>",
+        ] + Self.footer
+        let finding = try Self.lint(lines).one(.duplicateKey)
+        #expect(finding.message.contains("Lost with it: NSExceptionMinimumTLSVersion = \"TLSv1.1\"."))
+        #expect(finding.message.contains("Different: NSIncludesSubdomains (YES here, NO at line 8)."))
     }
 
     @Test func aKeyWrittenTwiceInsideOneEntry() throws {

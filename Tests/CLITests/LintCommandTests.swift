@@ -328,7 +328,7 @@ import Testing
         #expect(text.status == 1, "\(text.stderr)")
         #expect(text.stdout.contains("\(path): ERROR duplicate-key NSAppTransportSecurity: 'NSAppTransportSecurity' is written"
             + " twice in the Info.plist's root, at lines 7 and 15: the OS uses the last (line 15), so the one at line 7 has"
-            + " no effect. It held {NSExceptionDomains = {api.example.com = {}}}."))
+            + " no effect. It held {NSExceptionDomains = {api.example.com = {}}}, none of it in the one at line 15."))
         #expect(text.stdout.contains("\(path): MEDIUM duplicate-key-same-value NSAppTransportSecurity.NSAllowsLocalNetworking: "))
 
         let json = try Atsgate.run(["lint", "--format", "json", path])
