@@ -14,9 +14,19 @@ public func fuzzPolicyLoader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         // One line for the log and the journal, whatever the file held.
         fuzzCheck(!error.description.unicodeScalars.contains { $0.properties.generalCategory == .control },
                   "a load error with a line break or control character: \(error.description.debugDescription)")
+        // Where the text breaks is a place in the text.
+        if let position = error.position {
+            let lines = bytes.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) }
+            fuzzCheck(position.line >= 1 && position.line <= lines && position.column >= 1,
+                      "a load error at \(position), outside a text of \(lines) lines")
+        }
+        if let offset = error.byteOffset {
+            fuzzCheck(offset >= 0 && offset <= bytes.count, "a load error at byte \(offset) of \(bytes.count)")
+        }
         return 0
     }
     fuzzCheck(source.format != nil, "a policy loaded without a format")
+    if source.format != .binaryPlist { checkOutline(bytes, source) }
 
     // Decisions for the hosts the policy names, and a few it does not.
     let policy = Policy(source)
@@ -41,6 +51,7 @@ public func fuzzPolicyLoader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     let text = source.format == .binaryPlist ? nil : String(decoding: bytes, as: UTF8.self)
     let result = Linter().lintFile(source, text: text)
     _ = LintReport(profile: .ios17, files: [result]).json
+    checkDuplicateKeyFindings(result.findings, text: text)
 
     // The dictionary, written as a binary plist inside an Info.plist, loads back as itself.
     guard !containsNullOrNaN(.dictionary(source.dictionary)) else { return 0 }
@@ -57,6 +68,67 @@ public func fuzzPolicyLoader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         fuzzFail("a loaded dictionary written as a binary plist does not load: \(error)")
     }
     return 0
+}
+
+/// Foundation read the text, so the outline reads it too, and following each key to the value the decoder
+/// kept (the last of duplicates in a plist, the first in JSON) gives the loaded dictionary back.
+func checkOutline(_ bytes: Data, _ source: PolicySource) {
+    let outline: PlistOutline
+    do {
+        outline = try PlistOutline(bytes: [UInt8](bytes), format: source.format!)
+    } catch {
+        fuzzFail("Foundation read a document the outline refuses at byte \(error.offset): \(error.problem)")
+    }
+    var node = outline.root
+    if source.root == .infoPlist {
+        guard let ats = outline.child(of: node, key: "NSAppTransportSecurity") else {
+            fuzzCheck(source.dictionary.isEmpty, "an ATS dictionary the outline does not find")
+            return
+        }
+        node = ats.value
+    }
+    guard !containsNullOrNaN(.dictionary(source.dictionary)) else { return }
+    fuzzCheck(kept(node, in: outline) == .dictionary(source.dictionary),
+              "the outline's kept values differ from the loaded dictionary")
+}
+
+/// A node's value with each dictionary key followed to the value the decoder kept.
+func kept(_ node: Int, in outline: PlistOutline) -> PlistValue? {
+    switch outline.nodes[node].kind {
+    case .scalar:
+        return outline.value(of: node)
+    case .array:
+        var values: [PlistValue] = []
+        for element in outline.nodes[node].elements {
+            guard let value = kept(element, in: outline) else { return nil }
+            values.append(value)
+        }
+        return .array(values)
+    case .dictionary:
+        var values: [String: PlistValue] = [:]
+        for entry in outline.nodes[node].entries where values[entry.key] == nil {
+            guard let child = outline.child(of: node, key: entry.key), let value = kept(child.value, in: outline) else {
+                return nil
+            }
+            values[entry.key] = value
+        }
+        return .dictionary(values)
+    }
+}
+
+/// A key written twice is reported at a line of the text, names another line (the one used), and says both.
+func checkDuplicateKeyFindings(_ findings: [LintFinding], text: String?) {
+    let lines = text.map { $0.utf8.reduce(1) { $0 + ($1 == 0x0A ? 1 : 0) } } ?? 0
+    for finding in findings where finding.rule == .duplicateKey || finding.rule == .duplicateKeySameValue {
+        guard let line = finding.line, let used = finding.related.first?.line else {
+            fuzzFail("a duplicate-key finding without its two lines: \(finding.message)")
+        }
+        // Two keys on one line name that line twice.
+        fuzzCheck(text != nil && (1...lines).contains(line) && (1...lines).contains(used),
+                  "a duplicate-key finding at lines \(line) and \(used) of \(lines)")
+        fuzzCheck(finding.message.contains("line \(line)") && finding.message.contains("line \(used)"),
+                  "a duplicate-key message without its lines: \(finding.message)")
+    }
 }
 
 /// JSON `null` has no plist form, and NaN is not equal to itself.

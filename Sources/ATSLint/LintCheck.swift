@@ -40,6 +40,7 @@ package enum Lints {
         MisspelledKey.self, MisplacedKey.self, LegacyKey.self, UnknownKey.self, CertificateTransparencyKey.self,
         PinnedIPKey.self, PinNoIdentities.self, PinIdentitiesNotArray.self, PinIdentitiesEmpty.self,
         PinIdentityInvalid.self, PinIncludesSubdomains.self,
+        DuplicateKey.self, DuplicateKeySameValue.self,
     ]
 
     static let byRule: [LintRule: any LintCheck.Type] = Dictionary(all.map { ($0.rule, $0) }) { first, _ in first }

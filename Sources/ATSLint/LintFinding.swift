@@ -20,12 +20,16 @@ public struct LintFinding: Sendable, Equatable {
     public var message: String
     /// The 1-based line of the key in the file's text, when the text is XML or JSON.
     public var line: Int?
+    /// Other places the finding is about (the key the OS uses, for a key written twice).
+    public var related: [LintRelatedLine] = []
 
-    public init(rule: LintRule, keyPath: LintKeyPath, message: String, line: Int? = nil) {
+    public init(rule: LintRule, keyPath: LintKeyPath, message: String, line: Int? = nil,
+                related: [LintRelatedLine] = []) {
         self.rule = rule
         self.keyPath = keyPath
         self.message = message
         self.line = line
+        self.related = related
     }
 
     public var id: String { rule.id }
@@ -38,5 +42,17 @@ public struct LintFinding: Sendable, Equatable {
         if left != right { return left < right }
         if lhs.id != rhs.id { return lhs.id < rhs.id }
         return lhs.message < rhs.message
+    }
+}
+
+/// A line a finding refers to besides its own, with what is there: SARIF's `relatedLocations`.
+public struct LintRelatedLine: Sendable, Equatable {
+    public var line: Int
+    /// "the NSAppTransportSecurity the OS uses".
+    public var note: String
+
+    public init(line: Int, note: String) {
+        self.line = line
+        self.note = note
     }
 }

@@ -1,6 +1,6 @@
 import ATSPolicy
 extension LintFinding {
-    /// `{"id","severity","keyPath","message","justification","line"?}`.
+    /// `{"id","severity","keyPath","message","justification","line"?,"related"?: [{"line","note"}]}`.
     public var json: JSONValue {
         var fields: [(String, JSONValue)] = [
             ("id", .string(id)),
@@ -10,17 +10,25 @@ extension LintFinding {
             ("justification", .bool(justification)),
         ]
         if let line { fields.append(("line", .int(line))) }
+        if !related.isEmpty {
+            fields.append(("related", .array(related.map { .object([("line", .int($0.line)), ("note", .string($0.note))]) })))
+        }
         return .object(fields)
     }
 }
 
 extension LintReport {
     /// One JSON document: `{"profile", "files": [...], "summary": {...}}`. An unreadable file has an
-    /// `error` field instead of findings.
+    /// `error` field instead of findings, and `line`/`column` (text) or `byteOffset` (binary) where it breaks.
     public var json: JSONValue {
         let fileValues: [JSONValue] = files.map { file in
             if let error = file.error {
-                return .object([("file", .string(file.path)), ("error", .string(error))])
+                var fields: [(String, JSONValue)] = [("file", .string(file.path)), ("error", .string(error))]
+                if let position = file.errorPosition {
+                    fields += [("line", .int(position.line)), ("column", .int(position.column))]
+                }
+                if let offset = file.errorByteOffset { fields.append(("byteOffset", .int(offset))) }
+                return .object(fields)
             }
             return .object([
                 ("file", .string(file.path)),

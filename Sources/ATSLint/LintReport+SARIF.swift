@@ -70,12 +70,19 @@ extension LintReport {
         }
         let notifications: [JSONValue] = files.compactMap { file in
             guard let error = file.error else { return nil }
+            var physical: [(String, JSONValue)] = [
+                ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(file.path)))])),
+            ]
+            if let position = file.errorPosition {
+                physical.append(("region", .object([("startLine", .int(position.line)),
+                                                    ("startColumn", .int(position.column))])))
+            } else if let offset = file.errorByteOffset {
+                physical.append(("region", .object([("byteOffset", .int(offset))])))
+            }
             return .object([
                 ("level", "error"),
                 ("message", .object([("text", .string(error))])),
-                ("locations", .array([.object([("physicalLocation", .object([
-                    ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(file.path)))])),
-                ]))])])),
+                ("locations", .array([.object([("physicalLocation", .object(physical))])])),
             ])
         }
         var invocation: [(String, JSONValue)] = [("executionSuccessful", .bool(notifications.isEmpty))]
@@ -90,6 +97,8 @@ extension LintReport {
             ]))])),
             ("invocations", .array([.object(invocation)])),
             ("results", .array(results)),
+            // Columns (of unreadable files) count Unicode scalars, as TextPosition does.
+            ("columnKind", "unicodeCodePoints"),
             ("properties", .object([("profile", .string(profile.rawValue))])),
         ])
         return .object([
@@ -104,7 +113,7 @@ extension LintReport {
             ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(file.path)))])),
         ]
         if let line = finding.line { physical.append(("region", .object([("startLine", .int(line))]))) }
-        return .object([
+        var result: [(String, JSONValue)] = [
             ("ruleId", .string(finding.id)),
             ("ruleIndex", .int(ruleIndex)),
             ("level", .string(finding.severity.sarifLevel)),
@@ -113,11 +122,25 @@ extension LintReport {
                 ("physicalLocation", .object(physical)),
                 ("logicalLocations", .array([.object([("fullyQualifiedName", .string(finding.keyPath.description))])])),
             ])])),
-            ("properties", .object([
-                ("severity", .string(finding.severity.rawValue)),
-                ("justification", .bool(finding.justification)),
-            ])),
-        ])
+        ]
+        if !finding.related.isEmpty {
+            // The other line of a key written twice: code scanning shows it beside the finding.
+            result.append(("relatedLocations", .array(finding.related.enumerated().map { index, related in
+                .object([
+                    ("id", .int(index + 1)),
+                    ("physicalLocation", .object([
+                        ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(file.path)))])),
+                        ("region", .object([("startLine", .int(related.line))])),
+                    ])),
+                    ("message", .object([("text", .string(related.note))])),
+                ])
+            })))
+        }
+        result.append(("properties", .object([
+            ("severity", .string(finding.severity.rawValue)),
+            ("justification", .bool(finding.justification)),
+        ])))
+        return .object(result)
     }
 
     /// The path as given, percent-encoded where a URI reference needs it (spaces, `%`, `#`, `?`).

@@ -6,9 +6,10 @@ extension LintReport {
         var out = ""
         for file in files {
             if let error = file.error {
-                // The error names the file already.
-                let problem = error.hasPrefix(file.path + ": ") ? String(error.dropFirst(file.path.count + 2)) : error
-                out += "\(file.path): not linted: \(problem)\n"
+                // The error names the file (and where it breaks) already: `FILE:LINE:COLUMN: not linted: ...`.
+                let location = file.errorPosition.map { "\(file.path):\($0)" } ?? file.path
+                let problem = error.hasPrefix(location + ": ") ? String(error.dropFirst(location.count + 2)) : error
+                out += "\(location): not linted: \(problem)\n"
                 continue
             }
             for finding in file.findings {

@@ -8,6 +8,9 @@ public struct LintFileResult: Sendable {
     public var findings: [LintFinding]
     /// Why the file could not be read as a policy (one line naming file and problem); no findings then.
     public var error: String?
+    /// Where in the file it breaks: line and column of XML or JSON text, or a binary plist's byte.
+    public var errorPosition: TextPosition?
+    public var errorByteOffset: Int?
 
     public init(path: String, format: PolicyFileFormat?, root: PolicyRoot?, findings: [LintFinding],
                 error: String? = nil) {
@@ -21,6 +24,14 @@ public struct LintFileResult: Sendable {
     /// A file that could not be read.
     public static func unreadable(path: String, error: String) -> LintFileResult {
         LintFileResult(path: path, format: nil, root: nil, findings: [], error: error)
+    }
+
+    /// A policy file that could not be loaded, with where it breaks.
+    public static func unreadable(path: String, error: PolicyLoadError) -> LintFileResult {
+        var result = unreadable(path: path, error: error.description)
+        result.errorPosition = error.position
+        result.errorByteOffset = error.byteOffset
+        return result
     }
 }
 

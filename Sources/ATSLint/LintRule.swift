@@ -55,6 +55,9 @@ public enum LintRule: String, Sendable, CaseIterable {
     case pinIdentitiesEmpty = "pin-identities-empty"
     case pinIdentityInvalid = "pin-identity-invalid"
     case pinIncludesSubdomains = "pin-includes-subdomains"
+    // Keys written more than once (the text of the file)
+    case duplicateKey = "duplicate-key"
+    case duplicateKeySameValue = "duplicate-key-same-value"
 
     /// The stable id.
     public var id: String { rawValue }

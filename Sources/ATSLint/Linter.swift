@@ -13,14 +13,19 @@ public struct Linter: Sendable {
     /// The findings for one dictionary in report order (key path, then id). `text`, the file's text when
     /// it is XML or JSON, gives each finding the line of its key.
     public func lint(_ source: PolicySource, text: String? = nil) -> [LintFinding] {
+        let locator = text.flatMap { text in source.format.flatMap { KeyLocator(text: text, format: $0) } }
         var pass = LintPass(source: source, profile: profile)
         pass.checkInfoPlistRoot()
         pass.checkGlobalKeys()
         pass.checkExceptionDomains()
         pass.checkPinnedDomains()
+        // Only the text shows a key written twice: the parsed dictionary keeps one of them.
+        if let locator { pass.checkDuplicateKeys(locator.outline) }
         var findings = pass.findings
-        if let text, let format = source.format, let locator = KeyLocator(text: text, format: format) {
-            for index in findings.indices { findings[index].line = locator.line(of: findings[index].keyPath) }
+        if let locator {
+            for index in findings.indices where findings[index].line == nil {
+                findings[index].line = locator.line(of: findings[index].keyPath)
+            }
         }
         return findings.sorted(by: LintFinding.inReportOrder)
     }
@@ -59,8 +64,11 @@ package struct LintPass {
         self.root = root
     }
 
-    mutating func report<Check: LintCheck>(_ check: Check, at path: LintKeyPath) {
-        findings.append(LintFinding(rule: Check.rule, keyPath: path, message: check.message))
+    /// `line` for a finding that knows its own (else the key path's line is looked up).
+    mutating func report<Check: LintCheck>(_ check: Check, at path: LintKeyPath, line: Int? = nil,
+                                           related: [LintRelatedLine] = []) {
+        findings.append(LintFinding(rule: Check.rule, keyPath: path, message: check.message, line: line,
+                                    related: related))
     }
 }
 

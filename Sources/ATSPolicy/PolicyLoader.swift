@@ -42,11 +42,30 @@ public struct PolicySource: Sendable {
     public static let empty = PolicySource(origin: "<embedded default>", format: nil, root: .bare, dictionary: [:])
 }
 
-/// Why a policy file could not be used. The description is one line naming the file and the problem.
+/// Why a policy file could not be used. The description is one line naming the file, where in it the
+/// problem is when that is known (`Info.plist:131:5: ...`, as compilers write it), and the problem.
 public struct PolicyLoadError: Error, CustomStringConvertible, Sendable {
     public var path: String
     public var problem: String
-    public var description: String { "\(path): \(problem)" }
+    /// Where an XML plist or JSON document breaks: found by reading the text (PlistOutline), never taken
+    /// from Foundation's message.
+    public var position: TextPosition?
+    /// Where a binary plist breaks, when that is known.
+    public var byteOffset: Int?
+
+    public init(path: String, problem: String, position: TextPosition? = nil, byteOffset: Int? = nil) {
+        self.path = path
+        self.problem = problem
+        self.position = position
+        self.byteOffset = byteOffset
+    }
+
+    public var description: String { described(as: path) }
+
+    /// The one line with another name for the file (a bundle's `Info.plist` inside its archive).
+    public func described(as name: String) -> String {
+        position.map { "\(name):\($0): \(problem)" } ?? "\(name): \(problem)"
+    }
 }
 
 public enum PolicyLoader {
@@ -100,6 +119,7 @@ public enum PolicyLoader {
                 // and `<616263>` as data: report the file as the broken plist it claims to be.
                 guard decoded == (format == .binaryPlist ? .binary : .xml) else {
                     throw PolicyLoadError(path: origin, problem: "not a valid \(format!.displayName)")
+                        .located(in: data, format: format!, failure: nil)
                 }
             case nil:
                 throw PolicyLoadError(path: origin, problem: data.isEmpty
@@ -110,6 +130,7 @@ public enum PolicyLoader {
             throw error
         } catch {
             throw PolicyLoadError(path: origin, problem: "not a valid \(format!.displayName): \(decodeFailure(error))")
+                .located(in: data, format: format!, failure: error)
         }
         guard case .dictionary(let root) = rootValue else {
             throw PolicyLoadError(path: origin,

@@ -185,7 +185,7 @@ enum AppBundles {
                 source = try PolicyLoader.parse(data: data, origin: origin)
                 source.bundlePath = bundle
             } catch {
-                throw BundleLoadError(path: path, problem: "\(plist): \(error.problem)")
+                throw BundleLoadError(path: path, problem: error.described(as: plist))
             }
             let strings = rootStrings(data)
             guard let identifier = strings["CFBundleIdentifier"], !identifier.isEmpty else {

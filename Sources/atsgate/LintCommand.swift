@@ -53,7 +53,7 @@ struct LintCommand: ParsableCommand {
                 let text = source.format == .xmlPlist || source.format == .json ? String(data: data, encoding: .utf8) : nil
                 results.append(linter.lintFile(source, text: text))
             } catch {
-                results.append(.unreadable(path: path, error: error.description))
+                results.append(.unreadable(path: path, error: error))
                 failures.append(error.description)
             }
         }

@@ -117,7 +117,8 @@ import Testing
         #expect(run.status == 2)
         let lines = run.stderr.split(separator: "\n")
         #expect(lines.count == 1)
-        #expect(lines.first?.hasPrefix("atsgate: \(bad): ") == true)
+        // `FILE: problem`, or `FILE:LINE:COLUMN: problem` where the text breaks.
+        #expect(lines.first?.hasPrefix("atsgate: \(bad):") == true)
         #expect(run.stderr.contains(problem))
         let files = try #require(try Self.json(run)["files"] as? [[String: Any]])
         #expect((files[0]["error"] as? String)?.contains(problem) == true)
@@ -288,6 +289,109 @@ import Testing
         #expect(invocation["executionSuccessful"] as? Bool == false)
         let notification = try #require((invocation["toolExecutionNotifications"] as? [[String: Any]])?.first)
         #expect(((notification["message"] as? [String: Any])?["text"] as? String)?.contains(missing) == true)
+    }
+
+    // MARK: Keys written twice, files that break (issue 24)
+
+    /// NSAppTransportSecurity twice (lines 7 and 15), NSAllowsLocalNetworking twice with the same value
+    /// (lines 17 and 19).
+    static let duplicated = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0">
+        <dict>
+        	<key>CFBundleIdentifier</key>
+        	<string>com.example.app</string>
+        	<key>NSAppTransportSecurity</key>
+        	<dict>
+        		<key>NSExceptionDomains</key>
+        		<dict>
+        			<key>api.example.com</key>
+        			<dict/>
+        		</dict>
+        	</dict>
+        	<key>NSAppTransportSecurity</key>
+        	<dict>
+        		<key>NSAllowsLocalNetworking</key>
+        		<true/>
+        		<key>NSAllowsLocalNetworking</key>
+        		<true/>
+        	</dict>
+        </dict>
+        </plist>
+        """
+
+    @Test func keysWrittenTwiceAreFindingsInEveryFormat() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("Info.plist", Self.duplicated)
+        let text = try Atsgate.run(["lint", path])
+        #expect(text.status == 1, "\(text.stderr)")
+        #expect(text.stdout.contains("\(path): ERROR duplicate-key NSAppTransportSecurity: 'NSAppTransportSecurity' is written"
+            + " twice in the Info.plist's root, at lines 7 and 15: the OS uses the last (line 15), so the one at line 7 has"
+            + " no effect. It held {NSExceptionDomains = {api.example.com = {}}}, none of it in the one at line 15."))
+        #expect(text.stdout.contains("\(path): MEDIUM duplicate-key-same-value NSAppTransportSecurity.NSAllowsLocalNetworking: "))
+
+        let json = try Atsgate.run(["lint", "--format", "json", path])
+        let findings = try #require((try Self.json(json)["files"] as? [[String: Any]])?.first?["findings"] as? [[String: Any]])
+        let same = try #require(findings.first { $0["id"] as? String == "duplicate-key-same-value" })
+        #expect(same["severity"] as? String == "medium" && same["line"] as? Int == 17)
+        #expect((same["related"] as? [[String: Any]])?.first?["line"] as? Int == 19)
+
+        let sarif = try Atsgate.run(["lint", "--format", "sarif", path])
+        let results = try #require((try Self.json(sarif)["runs"] as? [[String: Any]])?.first?["results"] as? [[String: Any]])
+        var regions: [String: [Int]] = [:]
+        for result in results {
+            guard let id = result["ruleId"] as? String, id.hasPrefix("duplicate-key") else { continue }
+            let primary = ((result["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?["region"]
+            let related = ((result["relatedLocations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any])?["region"]
+            regions[id] = [primary, related].compactMap { ($0 as? [String: Any])?["startLine"] as? Int }
+            #expect(result["level"] as? String == (id == "duplicate-key" ? "error" : "warning"))
+        }
+        #expect(regions == ["duplicate-key": [7, 15], "duplicate-key-same-value": [17, 19]])
+    }
+
+    @Test func aBrokenPlistIsReportedAtItsLineInEveryFormat() throws {
+        let directory = try TemporaryDirectory()
+        // The inner <dict> is never closed: </plist> on line 12 meets the root <dict>.
+        let lines = Self.dirty.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var broken = lines
+        broken.remove(at: lines.lastIndex { $0 == "\t</dict>" }!)
+        let path = try directory.write("Info.plist", broken.joined(separator: "\n"))
+        let line = broken.firstIndex { $0 == "</plist>" }! + 1
+
+        let text = try Atsgate.run(["lint", path])
+        #expect(text.status == 2)
+        let expected = "\(path):\(line):1: not a valid XML property list: expected </dict> to close <dict> (opened at line 4),"
+            + " found </plist>"
+        #expect(text.stderr == "atsgate: \(expected)\n")
+        #expect(text.stdout.hasPrefix("\(path):\(line):1: not linted: not a valid XML property list: expected </dict>"))
+
+        let json = try Atsgate.run(["lint", "--format", "json", path])
+        let file = try #require((try Self.json(json)["files"] as? [[String: Any]])?.first)
+        #expect(file["error"] as? String == expected)
+        #expect(file["line"] as? Int == line && file["column"] as? Int == 1)
+
+        let sarif = try Atsgate.run(["lint", "--format", "sarif", path])
+        #expect(sarif.status == 2)
+        let run = try #require((try Self.json(sarif)["runs"] as? [[String: Any]])?.first)
+        #expect(run["columnKind"] as? String == "unicodeCodePoints")
+        let invocation = try #require((run["invocations"] as? [[String: Any]])?.first)
+        let notification = try #require((invocation["toolExecutionNotifications"] as? [[String: Any]])?.first)
+        let physical = (notification["locations"] as? [[String: Any]])?.first?["physicalLocation"] as? [String: Any]
+        let region = try #require(physical?["region"] as? [String: Any])
+        #expect(region["startLine"] as? Int == line && region["startColumn"] as? Int == 1)
+
+        // check and run name the same place, and exit 2 as before.
+        let check = try Atsgate.run(["check", "--policy", path, "http://example.com/"])
+        #expect(check.status == 2 && check.stderr.contains("\(path):\(line):1: not a valid XML property list"))
+    }
+
+    @Test func aBrokenJSONPolicyIsReportedAtItsLine() throws {
+        let directory = try TemporaryDirectory()
+        let path = try directory.write("ats.json", "{\n  \"NSAllowsArbitraryLoads\": true\n  \"NSAllowsLocalNetworking\": true\n}\n")
+        let run = try Atsgate.run(["lint", path])
+        #expect(run.status == 2)
+        #expect(run.stderr == "atsgate: \(path):3:3: not a valid JSON document: expected ',' or '}' after a member, found '\"'\n")
     }
 
     @Test func usageErrorsExitTwo() throws {
