@@ -145,7 +145,12 @@ import TestSupport
         // Each tunnel holds the client's descriptor and the origin's.
         let tunnels = try (0..<4).map { _ in try daemon.openTunnel(to: origin.httpPort) }
         #expect(try gauge("process_open_fds") >= before + 2 * tunnels.count)
-        for tunnel in tunnels { tunnel.close() }
+        // A last exchange through each, which the origin ends, so each tunnel ends with its record.
+        for tunnel in tunnels {
+            tunnel.send("GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(tunnel.readAll().hasPrefix("HTTP/1.1 200 OK"))
+            tunnel.close()
+        }
         _ = try daemon.stop(expected: tunnels.count)
     }
 }
