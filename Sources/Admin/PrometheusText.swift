@@ -2,7 +2,7 @@ import ProxyCore
 
 /// The Prometheus text exposition format (version 0.0.4).
 enum PrometheusText {
-    static func render(_ metrics: LoopMetrics, _ gauges: ServerGauges) -> String {
+    static func render(_ metrics: LoopMetrics, _ gauges: ServerGauges, process: ProcessMetrics = .read()) -> String {
         var out = ""
         func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
             out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
@@ -43,6 +43,12 @@ enum PrometheusText {
                [("", "\(gauges.lastReloadTime)")])
         family("atsgate_draining", "gauge", "1 while the daemon is stopping and no longer accepts.",
                [("", gauges.draining ? "1" : "0")])
+        if let open = process.openFileDescriptors {
+            family("process_open_fds", "gauge", "Open file descriptors.", [("", "\(open)")])
+        }
+        if let max = process.maxFileDescriptors {
+            family("process_max_fds", "gauge", "Maximum number of open file descriptors (the soft limit).", [("", "\(max)")])
+        }
         return out
     }
 

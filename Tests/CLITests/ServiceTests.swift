@@ -127,6 +127,32 @@ import TestSupport
         #expect(missing.stdout == "404")
         _ = try daemon.stop(expected: 2)
     }
+
+    @Test func descriptorGaugesCountTheDaemonsDescriptorsAgainstItsLimit() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--admin", "127.0.0.1:0", "--connect-port", "\(origin.httpPort)"])
+        func gauge(_ name: String) throws -> Int {
+            let metrics = try daemon.admin("/metrics")
+            let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix("\(name) ") }, "\(name) in \(metrics)")
+            return try #require(Int(line.dropFirst(name.count + 1)))
+        }
+        var limit = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        #expect(try gauge("process_max_fds") == Int(limit.rlim_cur), "the daemon inherits this process's soft limit")
+
+        let before = try gauge("process_open_fds")
+        #expect(before > 3)
+        // Each tunnel holds the client's descriptor and the origin's.
+        let tunnels = try (0..<4).map { _ in try daemon.openTunnel(to: origin.httpPort) }
+        #expect(try gauge("process_open_fds") >= before + 2 * tunnels.count)
+        // A last exchange through each, which the origin ends, so each tunnel ends with its record.
+        for tunnel in tunnels {
+            tunnel.send("GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(tunnel.readAll().hasPrefix("HTTP/1.1 200 OK"))
+            tunnel.close()
+        }
+        _ = try daemon.stop(expected: tunnels.count)
+    }
 }
 
 extension Daemon {
