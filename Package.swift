@@ -36,7 +36,7 @@ let package = Package(
         // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
         // getaddrinfo, with EINTR and EAGAIN handled once, for ProxyCore, TLSClient and the executable.
         .target(name: "POSIX", dependencies: ["ATSPolicy", "CAtsgateShims"]),
-        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX"]),
+        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX", "TLSWire"]),
         .target(name: "Systemd", dependencies: ["CSystemd"]),
         .systemLibrary(
             name: "CSystemZlib",
@@ -61,7 +61,7 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ATSReport", "POSIX", "ProxyCore", "TLSClient", "Systemd",
+                "ATSPolicy", "ATSReport", "POSIX", "ProxyCore", "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -88,7 +88,7 @@ let package = Package(
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "POSIX", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TestSupport"]),
+        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),
     ]

@@ -15,7 +15,9 @@ public struct KeyExchangeTracker: Sendable, Equatable {
 
     /// Nil until the server's messages settle it; a TLS 1.2 resumption (no ServerKeyExchange) never does.
     public private(set) var outcome: Outcome?
-    /// The group a HelloRetryRequest asked the client for.
+    /// The server answered with a HelloRetryRequest.
+    public private(set) var sawHelloRetryRequest = false
+    /// The group that HelloRetryRequest asked the client for (nil when its key_share was unreadable).
     public private(set) var helloRetryGroup: NamedGroup?
     /// The version the (last) ServerHello chose.
     public private(set) var negotiatedVersion: UInt16?
@@ -63,8 +65,17 @@ public struct KeyExchangeTracker: Sendable, Equatable {
         negotiatedVersion = hello.negotiatedVersion
         if let error = hello.keyExchangeError { self.error = error }
         if hello.isHelloRetryRequest {
+            sawHelloRetryRequest = true
             helloRetryGroup = hello.selectedGroup
         } else if hello.negotiatedVersion >= TLSProtocolVersion.tls13 {
+            if let share = hello.serverShare, let expected = share.group.keyShareLengths?.server,
+               share.keyExchangeLength != expected {
+                // A share of the wrong size is no key exchange over that group; the client will refuse it.
+                error = .malformed(message: "ServerHello", reason: "key_share server_share for \(share.group) has "
+                                   + "\(share.keyExchangeLength) bytes, not \(expected)")
+                outcome = Outcome.noGroup
+                return
+            }
             outcome = hello.selectedGroup.map(Outcome.group) ?? Outcome.noGroup
         } else if let method = ServerKeyExchange.Method(cipherSuite: hello.cipherSuite) {
             awaiting = method

@@ -32,6 +32,27 @@ public struct NamedGroup: RawRepresentable, Hashable, Sendable, CustomStringConv
         }
     }
 
+    /// The key_exchange lengths each side sends for this group (RFC 8446 section 4.2.8.2 for the curves,
+    /// draft-ietf-tls-ecdhe-mlkem and draft-ietf-tls-mlkem for ML-KEM: the client sends an encapsulation
+    /// key, the server a ciphertext); nil for groups whose shares this table does not fix.
+    public var keyShareLengths: (client: Int, server: Int)? {
+        switch rawValue {
+        case 0x0017, 0x001A, 0x001F: (65, 65)
+        case 0x0018, 0x001B, 0x0020: (97, 97)
+        case 0x0019: (133, 133)
+        case 0x001C, 0x0021: (129, 129)
+        case 0x001D: (32, 32)
+        case 0x001E: (56, 56)
+        case 0x0200: (800, 768)
+        case 0x0201: (1184, 1088)
+        case 0x0202: (1568, 1568)
+        case 0x11EB: (1249, 1153)
+        case 0x11EC, 0x6399: (1216, 1120)
+        case 0x11ED: (1665, 1665)
+        default: nil
+        }
+    }
+
     /// A GREASE value (RFC 8701: 0x0A0A, 0x1A1A, ... 0xFAFA), sent to keep servers tolerant; never chosen.
     public var isGREASE: Bool { rawValue & 0x0F0F == 0x0A0A && rawValue >> 8 == rawValue & 0xFF }
 

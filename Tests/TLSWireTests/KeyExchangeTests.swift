@@ -394,6 +394,42 @@ struct KeyExchangeTests {
         #expect(tracker.group == nil && tracker.error != nil, "\(name)")
     }
 
+    @Test("a server share of the wrong size for its group is no key exchange over it")
+    func wrongSizeChoice() throws {
+        for (group, length) in [(NamedGroup.x25519MLKEM768, 1216), (.x25519, 33), (.secp256r1, 32)] {
+            let hello = try ServerHello(body: ServerHelloTests.body(suite: 0x1301, extensions: [
+                (43, [3, 4]), (51, [UInt8(group.rawValue >> 8), UInt8(group.rawValue & 0xFF), UInt8(length >> 8),
+                                    UInt8(length & 0xFF)] + [UInt8](repeating: 4, count: length)),
+            ]))
+            #expect(hello.selectedGroup == group, "the hello itself reads")
+            var tracker = KeyExchangeTracker()
+            tracker.observe(hello)
+            #expect(tracker.outcome == .noGroup && tracker.group == nil, "\(group)")
+            #expect(tracker.error == .malformed(message: "ServerHello", reason: "key_share server_share for \(group) has "
+                                               + "\(length) bytes, not \(group.keyShareLengths!.server)"))
+        }
+        // An unlisted group is taken at its word.
+        var tracker = KeyExchangeTracker()
+        tracker.observe(try ServerHello(body: ServerHelloTests.body(suite: 0x1301, extensions: [(43, [3, 4]), (51, [0x12, 0x34, 0, 1, 9])])))
+        #expect(tracker.group == NamedGroup(rawValue: 0x1234) && tracker.error == nil)
+    }
+
+    @Test("the share lengths table matches what real OpenSSL 4 and 3.0 peers sent")
+    func shareLengths() throws {
+        for capture in [C.pqTLS13, C.pqClassicalServer, C.tls13, C.tls13HelloRetry, C.pqHelloRetryClassical] {
+            var reader = TLSHandshakeReader()
+            reader.serverSentHelloRetryRequest()
+            for message in try reader.feed(capture.clientToServer) where message.type == .clientHello {
+                for share in try ClientHello(message).keyShares {
+                    #expect(share.group.keyShareLengths?.client == share.keyExchangeLength, "\(capture) \(share)")
+                }
+            }
+            for hello in try Self.serverHellos(capture) {
+                if let share = hello.serverShare { #expect(share.group.keyShareLengths?.server == share.keyExchangeLength) }
+            }
+        }
+    }
+
     @Test("an oversized server share reads as its length")
     func oversizedChoice() throws {
         // As long as the 16-bit extensions block allows.
