@@ -1,6 +1,15 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// The targets are the architecture, bottom up; a target imports only from the layers below it
+// (scripts/check-imports keeps it so, and README's "Architecture" draws the picture):
+//   1. pure Swift, no I/O: ATSPolicy, then ATSLint, TLSWire and HTTP1 on it or on nothing;
+//   2. system libraries, each imported by exactly one Swift target, and the system calls: POSIX,
+//      TLSClient (OpenSSL), Systemd (libsystemd);
+//   3. I/O: EventLoop (the Dispatch loops on POSIX), DNS (the resolver on the loops);
+//   4. the proxy: ProxyAccess (who may use it, with which policy), then ProxyCore (the connection);
+//   5. the operator's side: Admin (admin listener, metrics, live page), ATSReport (the gate's verdict);
+//   6. the executable, atsgate: arguments, config, wiring.
 let package = Package(
     name: "atsgate",
     products: [
@@ -14,54 +23,69 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
     ],
     targets: [
-        // Pure Swift, no I/O: policy loading, classification, the decision engine, lint.
+        // 1. Pure Swift, no I/O.
+        // Policy loading, classification, the decision engine, the ATS rules (R1-R18).
         .target(name: "ATSPolicy"),
+        // `atsgate lint`: the lint rules and their reports (text, JSON, SARIF).
+        .target(name: "ATSLint", dependencies: ["ATSPolicy"]),
+        // Bounded, total parsers of TLS records (ClientHello, ServerHello, Certificate, alerts).
         .target(name: "TLSWire"),
+        // HTTP/1.1 message parsing and writing (request and response heads, chunked bodies, field
+        // syntax), strict to RFC 9112 and fuzzed.
+        .target(name: "HTTP1"),
 
-        // System libraries. Exactly one Swift target imports each of them.
-        .systemLibrary(
-            name: "COpenSSL",
-            pkgConfig: "openssl",
-            providers: [.apt(["libssl-dev"])]
-        ),
-        .systemLibrary(
-            name: "CSystemd",
-            pkgConfig: "libsystemd",
-            providers: [.apt(["libsystemd-dev"])]
-        ),
+        // 2. System libraries. Exactly one Swift target imports each of them.
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // libxcrypt: password hashes of --auth-file (bcrypt, SHA-512 crypt).
         .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
+        // zlib for the report's gzip reader (not CZlib: ZIPFoundation has a module of that name).
+        .systemLibrary(name: "CSystemZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // GNU calls Swift cannot import (splice, pipe2, accept4, eventfd, epoll).
         .target(name: "CAtsgateShims"),
         // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
-        // getaddrinfo, with EINTR and EAGAIN handled once, for ProxyCore, TLSClient and the executable.
+        // getaddrinfo, with EINTR and EAGAIN handled once.
         .target(name: "POSIX", dependencies: ["ATSPolicy", "CAtsgateShims"]),
+        // The only importer of OpenSSL: certificate evaluation, probes, upstream TLS.
         .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX", "TLSWire"]),
+        // The only importer of libsystemd: notify, listen fds, journal.
         .target(name: "Systemd", dependencies: ["CSystemd"]),
-        .systemLibrary(
-            name: "CSystemZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
-        ),
 
-        // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination, judged
-        // again under the app's policy, and rendered. The only importer of CSystemZlib (not CZlib: ZIPFoundation has a module of that name).
-        .target(name: "ATSReport", dependencies: ["ATSPolicy", "TLSWire", "CSystemZlib"]),
+        // 3. I/O. Connections are confined to one serial queue each, which Swift 6's checker cannot
+        // express for Dispatch sources; these targets keep Swift 5 mode, and queue confinement is
+        // the rule in their code.
+        // The Dispatch event loops: poller, channels, clocks, the blocking pool, the splice pump.
+        .target(name: "EventLoop", dependencies: ["POSIX", "CAtsgateShims"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+        // Names to addresses for the proxy, without blocking a loop.
+        .target(name: "DNS", dependencies: ["ATSPolicy", "POSIX", "EventLoop"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
 
-        // The Dispatch event loop: listener, connection state machine, tunnels, relay, decision log.
-        // Connections are confined to one serial queue each, which Swift 6's checker cannot express for
-        // Dispatch sources; the target keeps Swift 5 mode, and queue confinement is the rule in its code.
+        // 4. The proxy.
+        // Who may use the proxy and with which policy: routes to apps, proxy logins.
+        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "CCrypt"]),
+        // The connection state machine: verdicts, tunnels, forwarding, upgrades, TLS inspection, the
+        // decision log.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "CAtsgateShims", "CCrypt", "POSIX", "TLSWire", "TLSClient"],
+            dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoop", "DNS", "ProxyAccess"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
-        // The executable: argument parsing and wiring, nothing else.
+        // 5. The operator's side.
+        // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
+        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyCore"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+        // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
+        // judged again under the app's policy, and rendered.
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSLint", "TLSWire", "CSystemZlib"]),
+
+        // 6. The executable: argument parsing and wiring, nothing else.
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ATSReport", "POSIX", "ProxyCore", "TLSClient", "TLSWire", "Systemd",
+                "ATSPolicy", "ATSLint", "ATSReport", "POSIX", "ProxyCore", "ProxyAccess", "Admin",
+                "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -83,12 +107,19 @@ let package = Package(
         // What every test target shares: captured handshakes, loopback clients and origins, ports
         // bound at 0, a seeded generator, an in-memory decision log.
         .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),
+        // One test target per source target, in the same order.
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"]),
-        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
+        .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "POSIX", "TestSupport"]),
-        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"]),
+        .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
+        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TestSupport"]),
+        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore"]),
+        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),
     ]

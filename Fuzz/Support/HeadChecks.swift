@@ -1,4 +1,4 @@
-@testable import ProxyCore
+@testable import HTTP1
 
 /// At most one Content-Length field, and its value only digits: what a proxy sends on must leave the
 /// next recipient no choice between lengths (RFC 9110 section 8.6, RFC 9112 section 6.3).

@@ -1,6 +1,6 @@
 // libFuzzer target: ChunkedScanner.scan, fed whole, in two pieces and byte by byte. The first input
 // byte steers the cut and the encoding; the rest is a chunked body as a peer would send it.
-@testable import ProxyCore
+@testable import HTTP1
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzChunkedScanner(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

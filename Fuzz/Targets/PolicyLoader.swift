@@ -1,6 +1,7 @@
 // libFuzzer target: PolicyLoader.parse over a policy file's bytes (XML or binary plist, JSON), then
 // what atsgate does with a loaded policy: interpret it, decide loads with it, lint it.
 import Foundation
+@testable import ATSLint
 @testable import ATSPolicy
 
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,4 +1,5 @@
 // libFuzzer target: RequestHeadParser.parse over one buffer of client bytes.
+@testable import HTTP1
 @testable import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")

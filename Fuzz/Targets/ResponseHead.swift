@@ -1,6 +1,6 @@
 // libFuzzer target: ResponseHead.parse over one buffer of origin bytes, and the head the proxy
 // writes to the client from it.
-@testable import ProxyCore
+@testable import HTTP1
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzResponseHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {

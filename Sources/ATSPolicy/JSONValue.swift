@@ -121,14 +121,14 @@ public indirect enum JSONValue: Sendable, Equatable, ExpressibleByStringLiteral,
 }
 
 /// Where JSON text goes: a String, or UTF-8 bytes for the log.
-protocol JSONOutput {
+package protocol JSONOutput {
     mutating func append(_ text: String)
 }
 
 extension String: JSONOutput {}
 
 extension Array: JSONOutput where Element == UInt8 {
-    mutating func append(_ text: String) {
+    package mutating func append(_ text: String) {
         var text = text
         text.withUTF8 { append(contentsOf: $0) }
     }

@@ -2,7 +2,7 @@
 ///
 /// The subdomain walk (R7) looks up every suffix of a host; hashing bytes directly and comparing with
 /// memcmp avoids building a String or hashing a Substring for each suffix.
-struct NameTable<Value: Sendable>: Sendable {
+package struct NameTable<Value: Sendable>: Sendable {
     private var bytes: [UInt8] = []
     private var starts: [Int] = []
     private var lengths: [Int] = []

@@ -2,7 +2,7 @@
 ///
 /// One open-addressing table per prefix length that occurs, searched from the longest length down:
 /// at most 33 (IPv4) or 129 (IPv6) probes, in practice a handful, without hashing through SipHash.
-struct PrefixTable<Value: Sendable>: Sendable {
+package struct PrefixTable<Value: Sendable>: Sendable {
     private struct Level: Sendable {
         var length: Int
         var keys: [UInt128]

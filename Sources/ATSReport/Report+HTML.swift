@@ -1,3 +1,4 @@
+import ATSLint
 import ATSPolicy
 
 extension Report {

@@ -1,12 +1,13 @@
 import ATSPolicy
 import Dispatch
+import EventLoop
 import Synchronization
 import TLSWire
 import POSIX
 
 /// What the proxy concluded about a server: a refusal with its alert, or a pass with the findings it
 /// tolerated, and the leaf certificate's facts for the log.
-struct ServerJudgement: Sendable {
+package struct ServerJudgement: Sendable {
     struct Refusal: Sendable {
         var reason: String
         var message: String
@@ -42,7 +43,7 @@ struct ServerJudgement: Sendable {
 
 /// Verdicts on servers, shared by every loop: bounded, with a time to live, and one computation per key
 /// at a time (the tunnels that ask meanwhile wait for the same answer).
-final class CertificateVerdictCache: Sendable {
+package final class CertificateVerdictCache: Sendable {
     /// TLS 1.3 verdicts are keyed by host (the SNI), upstream address and requirements; wire verdicts
     /// (TLS 1.2 and below) by host, requirements and the chain itself.
     struct Key: Hashable, Sendable {

@@ -3,6 +3,7 @@ import Dispatch
 import Foundation
 import Glibc
 import POSIX
+import ProxyAccess
 
 /// The format of the decision log (INTERFACE.md).
 public enum LogFormat: String, Sendable, CaseIterable {
@@ -17,7 +18,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
 public typealias StructuredLogWriter = @Sendable (_ message: String, _ priority: Int32, _ fields: [(String, String)]) -> Void
 
 /// One decision as the log records it; field names are INTERFACE.md's.
-struct LogRecord {
+package struct LogRecord {
     var time: Double
     var client: SocketAddress
     var method: String
@@ -101,7 +102,7 @@ struct LogRecord {
     }
 
     /// The record as a JSON object (what a JSON line holds).
-    func json(policy: String) -> JSONValue {
+    package func json(policy: String) -> JSONValue {
         var object = JSONObjectFields()
         visit(policy: policy, &object)
         return .object(object.fields)
@@ -139,7 +140,7 @@ struct LogRecord {
 /// the load context alone, so within one configuration generation they and the app (each has its own
 /// policy) determine the message; building it (several interpolated sentences) was the largest part
 /// of a log record.
-struct DecisionMessages {
+package struct DecisionMessages {
     private struct Key: Hashable {
         var generation: Int
         var app: Int
@@ -165,7 +166,7 @@ struct DecisionMessages {
 /// Formats decision records for one configuration generation (its format and policy name) and
 /// hands them to the shared sink. Each loop queue buffers its lines and writes them in batches (at
 /// 16 KiB, on its clock tick, and on flush), so a record costs no thread hand-off.
-final class DecisionLog: Sendable {
+package final class DecisionLog: Sendable {
     let format: LogFormat
     let policy: String
     private let sink: LogSink

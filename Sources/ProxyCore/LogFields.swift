@@ -3,7 +3,7 @@ import Glibc
 import POSIX
 
 /// Receives a decision record's fields in order (`LogRecord.visit`). A nil value is a JSON null.
-protocol LogFieldVisitor {
+package protocol LogFieldVisitor {
     mutating func string(_ name: StaticString, _ value: String?)
     mutating func strings(_ name: StaticString, _ values: [String])
     mutating func int(_ name: StaticString, _ value: Int?)
@@ -18,18 +18,18 @@ protocol LogFieldVisitor {
 }
 
 /// Builds the record as a JSON object (the journal's fields and the tests read this form).
-struct JSONObjectFields: LogFieldVisitor {
+package struct JSONObjectFields: LogFieldVisitor {
     var fields: [(String, JSONValue)] = []
 
-    mutating func string(_ name: StaticString, _ value: String?) { add(name, .optional(value)) }
-    mutating func strings(_ name: StaticString, _ values: [String]) { add(name, .array(values.map(JSONValue.string))) }
-    mutating func int(_ name: StaticString, _ value: Int?) { add(name, value.map(JSONValue.int) ?? .null) }
-    mutating func bool(_ name: StaticString, _ value: Bool?) { add(name, value.map(JSONValue.bool) ?? .null) }
-    mutating func time(_ name: StaticString, _ value: Double) { add(name, .string(LogRecord.timestamp(value))) }
-    mutating func milliseconds(_ name: StaticString, _ value: Double) { add(name, .double((value * 1000).rounded() / 1000)) }
-    mutating func address(_ name: StaticString, _ value: SocketAddress) { add(name, .string(value.description)) }
-    mutating func host(_ name: StaticString, _ value: Host?) { add(name, .optional(value?.description)) }
-    mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, .optional(value?.description)) }
+    package mutating func string(_ name: StaticString, _ value: String?) { add(name, .optional(value)) }
+    package mutating func strings(_ name: StaticString, _ values: [String]) { add(name, .array(values.map(JSONValue.string))) }
+    package mutating func int(_ name: StaticString, _ value: Int?) { add(name, value.map(JSONValue.int) ?? .null) }
+    package mutating func bool(_ name: StaticString, _ value: Bool?) { add(name, value.map(JSONValue.bool) ?? .null) }
+    package mutating func time(_ name: StaticString, _ value: Double) { add(name, .string(LogRecord.timestamp(value))) }
+    package mutating func milliseconds(_ name: StaticString, _ value: Double) { add(name, .double((value * 1000).rounded() / 1000)) }
+    package mutating func address(_ name: StaticString, _ value: SocketAddress) { add(name, .string(value.description)) }
+    package mutating func host(_ name: StaticString, _ value: Host?) { add(name, .optional(value?.description)) }
+    package mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, .optional(value?.description)) }
 
     private mutating func add(_ name: StaticString, _ value: JSONValue) { fields.append((name.description, value)) }
 }
@@ -37,7 +37,7 @@ struct JSONObjectFields: LogFieldVisitor {
 /// Writes the record as one compact JSON object straight into a byte buffer: the same text as
 /// `JSONObjectFields` rendered by `JSONValue.appendCompact`, without building the tree, the
 /// timestamp, address and number strings in between (a third of the proxy's own time per tunnel).
-struct JSONLineWriter: LogFieldVisitor {
+package struct JSONLineWriter: LogFieldVisitor {
     private(set) var bytes: [UInt8]
     private var fieldCount = 0
 
@@ -55,13 +55,13 @@ struct JSONLineWriter: LogFieldVisitor {
         return bytes
     }
 
-    mutating func string(_ name: StaticString, _ value: String?) {
+    package mutating func string(_ name: StaticString, _ value: String?) {
         key(name)
         guard let value else { return null() }
         JSONValue.appendString(value, to: &bytes)
     }
 
-    mutating func strings(_ name: StaticString, _ values: [String]) {
+    package mutating func strings(_ name: StaticString, _ values: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))
         for (index, value) in values.enumerated() {
@@ -71,27 +71,27 @@ struct JSONLineWriter: LogFieldVisitor {
         bytes.append(UInt8(ascii: "]"))
     }
 
-    mutating func int(_ name: StaticString, _ value: Int?) {
+    package mutating func int(_ name: StaticString, _ value: Int?) {
         key(name)
         guard let value else { return null() }
         if value < 0 { bytes.append(UInt8(ascii: "-")) }
         appendDecimal(value.magnitude)
     }
 
-    mutating func bool(_ name: StaticString, _ value: Bool?) {
+    package mutating func bool(_ name: StaticString, _ value: Bool?) {
         key(name)
         guard let value else { return null() }
         literal(value ? "true" : "false")
     }
 
-    mutating func time(_ name: StaticString, _ value: Double) {
+    package mutating func time(_ name: StaticString, _ value: Double) {
         key(name)
         bytes.append(UInt8(ascii: "\""))
         LogText.appendTimestamp(value, to: &bytes)
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func milliseconds(_ name: StaticString, _ value: Double) {
+    package mutating func milliseconds(_ name: StaticString, _ value: Double) {
         // Swift prints a Double rounded to three decimals with its shortest digits and at least one
         // decimal (`12.0`, `0.25`, `1.375`); so does this, from the whole number of microseconds.
         let micros = (value * 1000).rounded()
@@ -111,7 +111,7 @@ struct JSONLineWriter: LogFieldVisitor {
         appendDecimal(fraction, width: width)
     }
 
-    mutating func address(_ name: StaticString, _ value: SocketAddress) {
+    package mutating func address(_ name: StaticString, _ value: SocketAddress) {
         key(name)
         bytes.append(UInt8(ascii: "\""))
         if case .v4 = value.ip {
@@ -126,7 +126,7 @@ struct JSONLineWriter: LogFieldVisitor {
         bytes.append(UInt8(ascii: "\""))
     }
 
-    mutating func host(_ name: StaticString, _ value: Host?) {
+    package mutating func host(_ name: StaticString, _ value: Host?) {
         switch value {
         case .name(let text)?: string(name, text)
         case .address(let address)?: ip(name, address)
@@ -134,7 +134,7 @@ struct JSONLineWriter: LogFieldVisitor {
         }
     }
 
-    mutating func ip(_ name: StaticString, _ value: IPAddress?) {
+    package mutating func ip(_ name: StaticString, _ value: IPAddress?) {
         key(name)
         guard let value else { return null() }
         bytes.append(UInt8(ascii: "\""))
@@ -177,7 +177,7 @@ struct JSONLineWriter: LogFieldVisitor {
 }
 
 /// Numbers and times as the log spells them, written as bytes.
-enum LogText {
+package enum LogText {
     /// RFC 3339 UTC with milliseconds (`2026-11-22T10:04:00.123Z`).
     static func appendTimestamp(_ time: Double, to bytes: inout [UInt8]) {
         var seconds = time_t(time.rounded(.down))

@@ -1,4 +1,5 @@
 import ATSPolicy
+import ProxyAccess
 import TLSClient
 import POSIX
 

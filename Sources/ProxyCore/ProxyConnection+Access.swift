@@ -1,5 +1,8 @@
 import ATSPolicy
+import EventLoop
+import HTTP1
 import POSIX
+import ProxyAccess
 
 /// What comes before a request's policy: the proxy's own documents (the PAC file) and proxy
 /// authentication (`--auth-file`, Basic, a 407 that keeps the connection for the client's retry).

@@ -1,5 +1,7 @@
 import ATSPolicy
+import EventLoop
 import Glibc
+import HTTP1
 import POSIX
 
 /// Absolute-form requests: block, redirect, or forward with client keep-alive and pooled origins.

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Dispatch
+import EventLoop
 import Glibc
 import TLSWire
 import POSIX

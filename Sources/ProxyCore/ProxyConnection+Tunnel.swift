@@ -1,5 +1,7 @@
 import ATSPolicy
+import EventLoop
 import Glibc
+import HTTP1
 
 /// CONNECT: the decision, the tunnel's first bytes (TLS or cleartext), and the splice relay.
 extension ProxyConnection {

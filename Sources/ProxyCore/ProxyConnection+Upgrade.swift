@@ -1,5 +1,7 @@
 import ATSPolicy
 import Dispatch
+import EventLoop
+import HTTP1
 import TLSClient
 import POSIX
 

@@ -1,6 +1,9 @@
 import ATSPolicy
 import Dispatch
+import EventLoop
 import Glibc
+import HTTP1
+import ProxyAccess
 import TLSClient
 import TLSWire
 import POSIX
@@ -13,7 +16,7 @@ import POSIX
 /// Its phases are `State`, whose cases carry their own data; every change of phase, and every
 /// binding of a readiness handler, is in this file (`enter...` and `bindHandlers`). The other files
 /// hold what each phase does with the bytes it is handed.
-final class ProxyConnection {
+package final class ProxyConnection {
     /// The legal transitions:
     /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
     ///   | connecting (a tunnel, a forward, an upgrade)
@@ -80,7 +83,9 @@ final class ProxyConnection {
     var judgementPending = false
     /// (In an array: an inline optional record would make every connection carry a second one.)
     var deferredRecord: [LogRecord] = []
+    /// The event loop the connection lives on, and the proxy's state kept for that loop.
     let loop: EventLoop
+    let proxyLoop: ProxyLoop
     let clock: LoopClock
     let pool: UpstreamPool
     /// The origin address of `upstream`, and whether it came from the pool (a stale pooled
@@ -100,17 +105,19 @@ final class ProxyConnection {
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, context: ProxyContext, loop: EventLoop) {
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, context: ProxyContext, loop proxyLoop: ProxyLoop) {
+        let loop = proxyLoop.loop
         self.localPort = localPort
         self.context = context
         self.loop = loop
+        self.proxyLoop = proxyLoop
         self.queue = loop.queue
         self.clock = loop.clock
-        self.pool = loop.pool
+        self.pool = proxyLoop.pool
         self.clientAddress = clientAddress
         client = Channel(fd: fd, poller: loop.poller)
         record = LogRecord(time: wallClock(), client: clientAddress, method: "-")
-        loop.connections[ObjectIdentifier(self)] = self
+        proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
     // MARK: transitions (the only assignments to `state`)
@@ -495,7 +502,7 @@ final class ProxyConnection {
 
     /// Waits for the next request head on a kept-alive client connection.
     func nextRequest() {
-        if loop.draining { return close() }
+        if proxyLoop.draining { return close() }
         enterReadingHead()
         arm(after: context.configuration.headTimeout) { [self] in close() }
         if !inbound.isEmpty { readHead() }
@@ -506,12 +513,12 @@ final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
-            record.message = loop.decisionMessages.message(for: decision, generation: context.generation, app: app)
+            record.message = proxyLoop.decisionMessages.message(for: decision, generation: context.generation, app: app)
         }
-        loop.metrics.count(record)
-        context.shared.live.add(record, policy: context.log.policy)
+        proxyLoop.metrics.count(record)
+        context.shared.observer?.observe(record, policy: context.log.policy)
         context.shared.decisions.add(1, ordering: .relaxed)
-        context.log.write(record, into: &loop.logBuffer)
+        context.log.write(record, into: &proxyLoop.logBuffer)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
@@ -546,7 +553,7 @@ final class ProxyConnection {
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
-        loop.connections[ObjectIdentifier(self)] = nil
+        proxyLoop.connections[ObjectIdentifier(self)] = nil
         context.connectionClosed()
     }
 

@@ -1,13 +1,12 @@
 import ATSPolicy
+import DNS
+import ProxyAccess
 import Synchronization
 
 /// One configuration generation: what every connection accepted under it shares. A reload makes a
 /// new generation; connections keep the one they were accepted under to the end, so an open tunnel
 /// is never re-judged halfway.
-final class ProxyContext: Sendable {
-    /// The pseudonym in Via headers; a request that already carries it is looping.
-    static let viaToken = "atsgate"
-
+package final class ProxyContext: Sendable {
     let configuration: ProxyConfiguration
     let log: DecisionLog
     let resolver: Resolver
@@ -46,7 +45,7 @@ final class ProxyContext: Sendable {
 }
 
 /// What outlives reloads: the connection count, the log's output, and the server's callback.
-final class ServerShared: Sendable {
+package final class ServerShared: Sendable {
     /// Connections open now (for --max-connections and draining).
     let open = Atomic<Int>(0)
     /// Decision records written since the start (for the service status line).
@@ -55,12 +54,13 @@ final class ServerShared: Sendable {
     let verdictHits = Atomic<Int>(0)
     let verdictMisses = Atomic<Int>(0)
     let sink: LogSink
-    /// The recent decisions and the live page's stream of them.
-    let live = LiveFeed()
+    /// Hears of every record as it is logged (the live page's feed).
+    let observer: DecisionObserver?
     let onConnectionClosed: @Sendable () -> Void
 
-    init(sink: LogSink, onConnectionClosed: @escaping @Sendable () -> Void) {
+    init(sink: LogSink, observer: DecisionObserver?, onConnectionClosed: @escaping @Sendable () -> Void) {
         self.sink = sink
+        self.observer = observer
         self.onConnectionClosed = onConnectionClosed
     }
 }

@@ -1,6 +1,6 @@
 import ATSPolicy
-import CAtsgateShims
 import Dispatch
+import EventLoop
 import Glibc
 import Synchronization
 @_exported import POSIX
@@ -9,23 +9,12 @@ import Synchronization
 /// socket in its own poller and accepts for itself, so a new connection is handled where it was
 /// accepted, with no hand-off.
 public final class ProxyServer: @unchecked Sendable {
-    /// Descriptors a supervisor bound for us (systemd socket activation), by role.
-    public struct InheritedListeners: Sendable {
-        public var proxy: [Int32] = []
-        public var admin: [Int32] = []
-        public init(proxy: [Int32] = [], admin: [Int32] = []) {
-            self.proxy = proxy
-            self.admin = admin
-        }
-    }
-
     /// The configuration generation new connections get (see ProxyContext).
     private let current: Mutex<ProxyContext>
     private let shared: ServerShared
-    private let loops: [EventLoop]
+    private let loops: [ProxyLoop]
     private let listenFDs: [Int32]
     private let addresses: [SocketAddress]
-    private let admin: AdminServer?
     /// Set while any loop has paused accepting at the connection cap.
     private let anyPaused = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
@@ -33,23 +22,23 @@ public final class ProxyServer: @unchecked Sendable {
     private let reloadsFailed = Atomic<Int>(0)
     private let lastReload = Mutex<Double>(0)
 
-    /// Binds every listen address (or takes the inherited sockets); throws a one-line error (e.g.
-    /// port in use) before anything runs.
-    public init(configuration: ProxyConfiguration, sink: LogSink = LogSink(),
-                inherited: InheritedListeners = InheritedListeners()) throws(SystemError) {
+    /// Binds every listen address (or takes `inherited`, the sockets a supervisor bound: systemd's
+    /// socket activation); throws a one-line error (e.g. port in use) before anything runs. Every
+    /// record logged is also handed to `observer` (the live page's feed).
+    package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
+                observer: DecisionObserver? = nil) throws(SystemError) {
         var configuration = configuration
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        loops = (0..<count).map { EventLoop(label: "atsgate.loop.\($0)") }
+        loops = (0..<count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
         var bound: [(Int32, SocketAddress)] = []
-        var adminFD: Int32?
         do throws(SystemError) {
-            if inherited.proxy.isEmpty {
+            if inherited.isEmpty {
                 for address in configuration.listen {
                     let fd = try Socket.listen(on: address)
                     bound.append((fd, Socket.localAddress(fd) ?? address))
                 }
             } else {
-                for fd in inherited.proxy {
+                for fd in inherited {
                     try Socket.setNonBlocking(fd)
                     Socket.setNoDelay(fd) // inherited by the accepted sockets
                     guard let address = Socket.localAddress(fd) else {
@@ -58,63 +47,53 @@ public final class ProxyServer: @unchecked Sendable {
                     bound.append((fd, address))
                 }
             }
-            if let fd = inherited.admin.first {
-                try Socket.setNonBlocking(fd)
-                adminFD = fd
-            } else if let address = configuration.admin {
-                adminFD = try Socket.listen(on: address, backlog: 64)
-            }
         } catch {
             for (fd, _) in bound { SystemCall.close(fd) }
             throw error
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
         configuration.listen = bound.map(\.1)
-        if let adminFD { configuration.admin = Socket.localAddress(adminFD) }
         listenFDs = bound.map(\.0)
         addresses = bound.map(\.1)
         let owner = WeakBox<ProxyServer>()
-        shared = ServerShared(sink: sink) { owner.value?.connectionClosed() }
+        shared = ServerShared(sink: sink, observer: observer) { owner.value?.connectionClosed() }
         current = Mutex(ProxyContext(configuration: configuration, shared: shared, generation: 1))
-        let firstLoop = loops[0]
-        admin = adminFD.map { AdminServer(fd: $0, loop: firstLoop) }
         lastReload.withLock { $0 = wallClock() }
         owner.value = self
-        admin?.server = self
     }
 
     /// The addresses actually bound (with real ports when 0 was asked for).
     public var boundAddresses: [SocketAddress] { addresses }
 
-    /// The admin listener's address, when there is one.
-    public var adminAddress: SocketAddress? { admin.flatMap { Socket.localAddress($0.fd) } }
+    /// The loop the operator's side (the admin listener) runs on.
+    package var firstLoop: EventLoop { loops[0].loop }
 
     public func start() {
         // splice(2) into a socket whose peer has gone raises SIGPIPE (MSG_NOSIGNAL only covers send);
         // the relay handles EPIPE itself.
         signal(SIGPIPE, SIG_IGN)
-        for loop in loops {
+        for proxyLoop in loops {
+            let loop = proxyLoop.loop
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.execute { [self] in
                 for fd in listenFDs {
                     let channel = Channel(fd: fd, poller: loop.poller)
-                    channel.onReadable { [unowned self] in accept(on: fd, loop: loop) }
+                    channel.onReadable { [unowned self] in accept(on: fd, proxyLoop) }
                     channel.wantRead(true)
-                    loop.listeners.append(channel)
+                    proxyLoop.listeners.append(channel)
                 }
                 // Log lines go out at least on every clock tick; the tick also proves the loop alive.
                 loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [shared] in
-                    shared.sink.flush(&loop.logBuffer)
+                    shared.sink.flush(&proxyLoop.logBuffer)
                     loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
                 }
             }
         }
-        admin?.start()
     }
 
     /// Writes out every loop's buffered decision-log lines.
     public func flushLog() {
-        for loop in loops { loop.queue.sync { shared.sink.flush(&loop.logBuffer) } }
+        for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.flush(&proxyLoop.logBuffer) } }
     }
 
     // MARK: reload
@@ -161,12 +140,12 @@ public final class ProxyServer: @unchecked Sendable {
                      completion: @escaping @Sendable (Int) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let group = DispatchGroup()
-        for loop in loops {
-            loop.execute(in: group) {
-                loop.draining = true
-                for listener in loop.listeners { listener.detach() }
-                loop.listeners = []
-                for connection in Array(loop.connections.values) { connection.closeIfIdle() }
+        for proxyLoop in loops {
+            proxyLoop.loop.execute(in: group) {
+                proxyLoop.draining = true
+                for listener in proxyLoop.listeners { listener.detach() }
+                proxyLoop.listeners = []
+                for connection in Array(proxyLoop.connections.values) { connection.closeIfIdle() }
             }
         }
         group.notify(queue: .global()) { [self] in
@@ -188,13 +167,13 @@ public final class ProxyServer: @unchecked Sendable {
             return
         }
         var cut = 0
-        for loop in loops {
-            loop.queue.sync {
-                for connection in Array(loop.connections.values) {
+        for proxyLoop in loops {
+            proxyLoop.loop.queue.sync {
+                for connection in Array(proxyLoop.connections.values) {
                     cut += 1
                     connection.endAtShutdown()
                 }
-                shared.sink.flush(&loop.logBuffer)
+                shared.sink.flush(&proxyLoop.logBuffer)
             }
         }
         completion(cut)
@@ -205,8 +184,8 @@ public final class ProxyServer: @unchecked Sendable {
     /// Whether every loop ran its clock recently; otherwise which one is stuck.
     public var health: (healthy: Bool, detail: String) {
         let time = monotonicMilliseconds()
-        for (index, loop) in loops.enumerated() {
-            let silent = time - loop.lastTick.load(ordering: .relaxed)
+        for (index, proxyLoop) in loops.enumerated() {
+            let silent = time - proxyLoop.loop.lastTick.load(ordering: .relaxed)
             if silent > 5_000 { return (false, "event loop \(index) has not run for \(silent / 1000) s") }
         }
         return (true, "ok")
@@ -220,35 +199,29 @@ public final class ProxyServer: @unchecked Sendable {
     /// Decision records written since the start.
     public var decisionCount: Int { shared.decisions.load(ordering: .relaxed) }
 
-    /// The recent decisions, for the live page.
-    var liveFeed: LiveFeed { shared.live }
-
     /// Sums every loop's counters (each read on its own queue) and hands the sum over on `queue`.
-    func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
+    package func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
         let collected = Mutex(LoopMetrics())
         let group = DispatchGroup()
-        for loop in loops {
-            loop.execute(in: group) {
-                let metrics = loop.metrics
+        for proxyLoop in loops {
+            proxyLoop.loop.execute(in: group) {
+                let metrics = proxyLoop.metrics
                 collected.withLock { $0.add(metrics) }
             }
         }
         group.notify(queue: queue) { completion(collected.withLock { $0 }) }
     }
 
-    /// Renders /metrics on `queue`.
-    func renderMetrics(on queue: DispatchQueue, completion: @escaping (String) -> Void) {
-        collectMetrics(on: queue) { [self] metrics in
-            let gauges = ServerGauges(
-                connectionsOpen: openConnections, generation: generation,
-                reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
-                reloadsFailed: reloadsFailed.load(ordering: .relaxed),
-                lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
-                probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
-                             "miss": shared.verdictMisses.load(ordering: .relaxed)],
-                version: ProxyServer.version)
-            completion(PrometheusText.render(metrics, gauges))
-        }
+    /// The server-wide values of /metrics, as they are now.
+    package var gauges: ServerGauges {
+        ServerGauges(
+            connectionsOpen: openConnections, generation: generation,
+            reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
+            reloadsFailed: reloadsFailed.load(ordering: .relaxed),
+            lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
+            probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
+                         "miss": shared.verdictMisses.load(ordering: .relaxed)],
+            version: ProxyServer.version)
     }
 
     /// The version /metrics reports; the executable sets it.
@@ -256,13 +229,14 @@ public final class ProxyServer: @unchecked Sendable {
 
     // MARK: accepting
 
-    private func accept(on listenFD: Int32, loop: EventLoop) {
+    private func accept(on listenFD: Int32, _ proxyLoop: ProxyLoop) {
+        let loop = proxyLoop.loop
         let context = current.withLock { $0 }
         let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
             if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
-                return pause(loop)
+                return pause(proxyLoop)
             }
             let accepted: (fd: Int32, peer: SocketAddress?)
             do {
@@ -273,8 +247,8 @@ public final class ProxyServer: @unchecked Sendable {
                 switch error.code {
                 case EMFILE, ENFILE, ENOBUFS, ENOMEM:
                     // Out of descriptors: stop accepting for a moment instead of spinning.
-                    pause(loop)
-                    loop.queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in resume(loop) }
+                    pause(proxyLoop)
+                    loop.queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in resume(proxyLoop) }
                 default:
                     break
                 }
@@ -286,9 +260,9 @@ public final class ProxyServer: @unchecked Sendable {
                 continue
             }
             shared.open.add(1, ordering: .relaxed)
-            loop.metrics.connectionsAccepted += 1
+            proxyLoop.metrics.connectionsAccepted += 1
             let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort,
-                                             context: context, loop: loop)
+                                             context: context, loop: proxyLoop)
             if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
                 connection.start()
             } else {
@@ -297,17 +271,17 @@ public final class ProxyServer: @unchecked Sendable {
         }
     }
 
-    private func pause(_ loop: EventLoop) {
-        guard !loop.acceptPaused else { return }
-        loop.acceptPaused = true
+    private func pause(_ proxyLoop: ProxyLoop) {
+        guard !proxyLoop.acceptPaused else { return }
+        proxyLoop.acceptPaused = true
         anyPaused.store(true, ordering: .relaxed)
-        for listener in loop.listeners { listener.wantRead(false) }
+        for listener in proxyLoop.listeners { listener.wantRead(false) }
     }
 
-    private func resume(_ loop: EventLoop) {
-        guard loop.acceptPaused else { return }
-        loop.acceptPaused = false
-        for listener in loop.listeners { listener.wantRead(true) }
+    private func resume(_ proxyLoop: ProxyLoop) {
+        guard proxyLoop.acceptPaused else { return }
+        proxyLoop.acceptPaused = false
+        for listener in proxyLoop.listeners { listener.wantRead(true) }
     }
 
     /// Below the cap again: every paused loop resumes accepting.
@@ -315,7 +289,7 @@ public final class ProxyServer: @unchecked Sendable {
         let cap = current.withLock { $0.configuration.maximumConnections }
         guard anyPaused.load(ordering: .relaxed), shared.open.load(ordering: .relaxed) < cap else { return }
         anyPaused.store(false, ordering: .relaxed)
-        for loop in loops { loop.execute { [self] in resume(loop) } }
+        for proxyLoop in loops { proxyLoop.loop.execute { [self] in resume(proxyLoop) } }
     }
 }
 

@@ -4,7 +4,7 @@ import TLSWire
 import POSIX
 
 /// Turns TLSClient's certificate evaluation and probes into the proxy's judgements.
-struct ServerJudge: Sendable {
+package struct ServerJudge: Sendable {
     /// The system store, loaded once, for configurations without --ca-file.
     private static let systemStore: TrustStore? = try? TrustStore()
 

@@ -10,7 +10,7 @@ import TLSWire
 /// The rules it applies: nothing goes to the origin before the ClientHello's SNI is checked against
 /// the CONNECT host; the server's first flight is held until its ServerHello meets R14 and, unless
 /// verdicts run in parallel, until the certificate verdict (R15-R17) is known.
-struct TLSInspection {
+package struct TLSInspection {
     /// What the proxy knows about the destination, fixed when the tunnel opened.
     struct Policy {
         var destination: Destination

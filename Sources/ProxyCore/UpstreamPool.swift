@@ -1,8 +1,9 @@
+import EventLoop
 import POSIX
 /// Idle keep-alive connections to origins, one pool per event-loop queue (so no locks), keyed by
 /// the origin's address. A parked connection is watched: any event while idle (the origin closing
 /// it, or bytes it should not send) removes and closes it.
-final class UpstreamPool {
+package final class UpstreamPool {
     static let maximumIdlePerOrigin = 32
 
     private var idle: [SocketAddress: [Channel]] = [:]

@@ -1,10 +1,11 @@
 import ATSPolicy
+import HTTP1
 import TLSWire
 
 /// Every reason code a record, a metric or an `X-ATS-Reason` header carries: an ATS decision's (the
 /// policy's own `BlockReason`, listed once, in ATSPolicy) or one of the proxy's. One enum, so that no
 /// reason is a loose string.
-enum Reason: Hashable, Sendable, CaseIterable {
+package enum Reason: Hashable, Sendable, CaseIterable {
     /// ATS, the SNI rule and the proxy's access rules.
     case ats(BlockReason)
     // The client's request could not be served as sent.
@@ -36,7 +37,7 @@ enum Reason: Hashable, Sendable, CaseIterable {
         .serverAlert, .noPolicy,
     ]
 
-    static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
+    package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
 
     private static let byCode = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
 
@@ -94,7 +95,7 @@ enum Reason: Hashable, Sendable, CaseIterable {
 }
 
 /// The action a record logs (INTERFACE.md): exactly these four.
-enum RecordAction: String, Sendable {
+package enum RecordAction: String, Sendable {
     case allow
     case block
     case upgrade
@@ -103,7 +104,7 @@ enum RecordAction: String, Sendable {
 
 /// What the proxy does with a request, decided once and applied in one place
 /// (`ProxyConnection.enforce`), the way goproxy's CONNECT handler is one switch.
-enum Verdict {
+package enum Verdict {
     /// Proceed: tunnel or forward.
     case allow
     /// Carry a plain request to the origin over TLS (`--cleartext upgrade`).
@@ -146,7 +147,7 @@ enum Verdict {
 /// How a verdict reaches the client: an HTTP answer (after which a kept-alive client's next request
 /// is read), a TLS fatal alert in a watched handshake, or (mid-relay, where the stream is encrypted,
 /// or mid-response) a cut.
-enum Delivery {
+package enum Delivery {
     case http(keepAlive: Bool)
     /// The TLS upgrade of this request (only with `Verdict.upgrade`).
     case upgrade(RequestHead, Destination, Decision)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ATSLint
 import ATSPolicy
 import Foundation
 

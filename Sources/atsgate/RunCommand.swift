@@ -1,7 +1,9 @@
 import ArgumentParser
 import ATSPolicy
 import Dispatch
+import Admin
 import Foundation
+import ProxyAccess
 import ProxyCore
 import TLSClient
 
@@ -273,22 +275,34 @@ struct RunCommand: ParsableCommand {
     func run() throws {
         let configuration = try makeConfiguration()
         let server: ProxyServer
+        let admin: AdminServer?
+        let inherited = try ServiceManager.inheritedListeners()
+        let feed = LiveFeed()
         do {
             server = try ProxyServer(configuration: configuration, sink: Journal.sink(for: configuration.logFormat),
-                                     inherited: try ServiceManager.inheritedListeners())
-        } catch let error as SystemError {
+                                     inherited: inherited.proxy, observer: feed)
+            if let fd = inherited.admin.first {
+                admin = try AdminServer(inherited: fd, server: server, feed: feed)
+            } else if let address = configuration.admin {
+                admin = try AdminServer(listeningOn: address, server: server, feed: feed)
+            } else {
+                admin = nil
+            }
+        } catch {
             throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
         }
         ProxyServer.version = AtsgateVersion.string
         server.start()
+        admin?.start()
         var where_ = server.boundAddresses.map(\.description).joined(separator: ", ")
-        if let adminAddress = server.adminAddress { where_ += "; admin on \(adminAddress)" }
+        if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }
         let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
         let line = "listening on \(where_) (policy \(configuration.policyLabel)\(more), "
             + "profile \(options.profile.rawValue), mode \(mode.rawValue))"
         ServiceLifecycle(server: server, arguments: Array(CommandLine.arguments.dropFirst()),
                          gracePeriod: gracePeriod, announce: { ServiceManager.say(line) }).start()
-        dispatchMain()
+        // The loops hold the admin listener's handlers, not the listener: keep it for the life of the process.
+        withExtendedLifetime(admin) { dispatchMain() }
     }
 
     /// `NAME=IP` pairs; a name may be pinned to several addresses.

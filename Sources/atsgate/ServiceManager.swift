@@ -25,15 +25,21 @@ enum ServiceManager {
         notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
     }
 
+    /// Descriptors a supervisor bound for us (systemd socket activation), by role.
+    struct InheritedListeners {
+        var proxy: [Int32] = []
+        var admin: [Int32] = []
+    }
+
     /// Sockets systemd bound for us (socket activation), by their FileDescriptorName role.
-    static func inheritedListeners() throws -> ProxyServer.InheritedListeners {
+    static func inheritedListeners() throws -> InheritedListeners {
         let sockets: [InheritedSocket]
         do {
             sockets = try ListenFDs.inherited()
         } catch {
             throw CommandFailure(message: "socket activation: \(error)", exitCode: 1)
         }
-        var listeners = ProxyServer.InheritedListeners()
+        var listeners = InheritedListeners()
         for socket in sockets {
             switch socket.role {
             case .proxy: listeners.proxy.append(socket.fd)

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+@testable import HTTP1
 @testable import ProxyCore
 
 /// The decision log's JSON lines are written straight into bytes; they must say exactly what the

@@ -2,6 +2,7 @@ import ATSPolicy
 import Testing
 import TestSupport
 import TLSWire
+@testable import HTTP1
 @testable import ProxyCore
 
 /// The watched handshake as a value: real captured handshakes go in, in one piece or byte by byte, and

@@ -1,0 +1,244 @@
+import Dispatch
+import EventLoop
+import Glibc
+import HTTP1
+import POSIX
+import ProxyCore
+
+/// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running),
+/// `/readyz` (accepting; 503 once a stop began), the live page `/` and its event stream `/events`.
+/// It lives on the proxy's first loop; each request is answered and the connection closed, which is
+/// all a scraper or a probe needs, except the event stream, which stays open until the page goes.
+public final class AdminServer: @unchecked Sendable {
+    private let fd: Int32
+    private let loop: EventLoop
+    private weak var server: ProxyServer?
+    private let feed: LiveFeed
+    private var listener: Channel?
+
+    /// Binds `address`; throws a one-line error (e.g. port in use) before anything runs.
+    public convenience init(listeningOn address: SocketAddress, server: ProxyServer, feed: LiveFeed) throws(SystemError) {
+        self.init(fd: try Socket.listen(on: address, backlog: 64), server: server, feed: feed)
+    }
+
+    /// Serves on a socket a supervisor bound (systemd's socket activation).
+    public convenience init(inherited fd: Int32, server: ProxyServer, feed: LiveFeed) throws(SystemError) {
+        try Socket.setNonBlocking(fd)
+        self.init(fd: fd, server: server, feed: feed)
+    }
+
+    private init(fd: Int32, server: ProxyServer, feed: LiveFeed) {
+        self.fd = fd
+        self.loop = server.firstLoop
+        self.server = server
+        self.feed = feed
+    }
+
+    /// The address it listens on.
+    public var address: SocketAddress? { Socket.localAddress(fd) }
+
+    public func start() {
+        loop.execute { [self] in
+            let channel = Channel(fd: fd, poller: loop.poller)
+            channel.onReadable { [unowned self] in accept() }
+            channel.wantRead(true)
+            listener = channel
+        }
+    }
+
+    private func accept() {
+        for _ in 0..<16 {
+            guard let client = try? SystemCall.accept(fd) else { return }
+            AdminExchange(fd: client.fd, loop: loop, server: server, feed: feed).start()
+        }
+    }
+}
+
+/// One admin request and its answer.
+private final class AdminExchange {
+    private let channel: Channel
+    private let loop: EventLoop
+    private weak var server: ProxyServer?
+    private let feed: LiveFeed
+    private var request: [UInt8] = []
+    private var response: [UInt8] = []
+    private var done = false
+    /// `/events`: the number of the last record sent, and when something was last written.
+    private var streaming = false
+    private var cursor = 0
+    private var lastWrite = 0.0
+    /// When the stream ends (the client reconnects with the last id it had): a bounded life keeps
+    /// a stream that a load balancer silently dropped from being fed for ever.
+    private var streamEnd = 0.0
+    static let streamSeconds = 1...3600
+    /// Keeps the exchange alive while it waits for the socket (channels hold handlers, not owners).
+    private var retainSelf: AdminExchange?
+
+    init(fd: Int32, loop: EventLoop, server: ProxyServer?, feed: LiveFeed) {
+        channel = Channel(fd: fd, poller: loop.poller)
+        self.loop = loop
+        self.server = server
+        self.feed = feed
+    }
+
+    func start() {
+        retainSelf = self
+        channel.onReadable { [unowned self] in readRequest() }
+        channel.onWritable { [unowned self] in writeResponse() }
+        channel.wantRead(true)
+        loop.clock.schedule(self, after: 5, repeating: false) { [unowned self] in finish() }
+    }
+
+    private func readRequest() {
+        while true {
+            switch try? SystemCall.read(channel.fd, into: loop.scratch) {
+            case .done(let n)?:
+                request += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
+                if request.count > 8192 { return respond(431, "request too large\n") }
+            case .wouldBlock?:
+                return route()
+            default:
+                return finish()
+            }
+        }
+    }
+
+    private func route() {
+        guard request.withUnsafeBytes({ HeaderFields.headEnd($0, maximumLength: 8192) }) != nil else { return }
+        channel.wantRead(false)
+        let line = request.prefix { $0 != 0x0D && $0 != 0x0A }
+        let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return respond(400, "bad request\n") }
+        let method = parts[0]
+        let path = parts[1].prefix { $0 != "?" }
+        let query = parts[1].drop { $0 != "?" }.dropFirst()
+        guard method == "GET" || method == "HEAD" else { return respond(405, "GET only\n", headers: [("Allow", "GET, HEAD")]) }
+        let head = method == "HEAD"
+        guard let server else { return respond(503, "stopping\n", head: head) }
+        switch path {
+        case "/metrics":
+            server.collectMetrics(on: loop.queue) { [self] metrics in
+                respond(200, PrometheusText.render(metrics, server.gauges), head: head,
+                        type: "text/plain; version=0.0.4; charset=utf-8")
+            }
+        case "/healthz":
+            let health = server.health
+            respond(health.healthy ? 200 : 503, health.detail + "\n", head: head)
+        case "/readyz":
+            respond(server.isReady ? 200 : 503, server.isReady ? "ready\n" : "stopping\n", head: head)
+        case "/":
+            let through = feed.lastSequence
+            server.collectMetrics(on: loop.queue) { [self] metrics in
+                let snapshot = LivePage.snapshot(metrics: metrics, entries: feed.entries(after: 0), through: through)
+                respond(200, LivePage.html(snapshot: snapshot), head: head, headers: LivePage.headers,
+                        type: "text/html; charset=utf-8")
+            }
+        case "/events":
+            func parameter(_ name: String) -> Int? {
+                query.split(separator: "&").first { $0.hasPrefix(name + "=") }.flatMap { Int($0.dropFirst(name.count + 1)) }
+            }
+            let seconds = parameter("max").map { min(max($0, Self.streamSeconds.lowerBound), Self.streamSeconds.upperBound) }
+            streamEnd = monotonic() + Double(seconds ?? 300)
+            startStream(server, after: parameter("after") ?? lastEventID(), head: head)
+        default:
+            respond(404, "not found: try /, /events, /metrics, /healthz or /readyz\n", head: head)
+        }
+    }
+
+    private func respond(_ status: Int, _ body: String, head: Bool = false, headers: [(String, String)] = [],
+                         type: String = "text/plain; charset=utf-8") {
+        guard !done else { return }
+        response = PlainResponse.render(status: status, headers: headers, body: body, keepAlive: false,
+                                        contentType: type, includeBody: !head)
+        writeResponse()
+    }
+
+    private func writeResponse() {
+        while !response.isEmpty {
+            switch response.withUnsafeBytes({ try? SystemCall.write(channel.fd, $0) }) {
+            case .done(let n)?: response.removeFirst(n)
+            case .wouldBlock?: return channel.wantWrite(true)
+            default: return finish()
+            }
+        }
+        guard streaming else { return finish() }
+        channel.wantWrite(false)
+    }
+
+    // MARK: the event stream
+
+    /// An EventSource that reconnects names the last record it had.
+    private func lastEventID() -> Int? {
+        let text = String(decoding: request, as: UTF8.self)
+        guard let line = text.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("last-event-id:") })
+        else { return nil }
+        return Int(line.dropFirst("last-event-id:".count).trimmingCharacters(in: .whitespaces))
+    }
+
+    /// Server-sent events, one decision record per event: the kept records after `after` (all of
+    /// them when nil, preceded by a `counts` event of the totals), then each new one as it is logged.
+    private func startStream(_ server: ProxyServer, after: Int?, head: Bool) {
+        guard !head else {
+            return respond(200, "", head: true, type: "text/event-stream")
+        }
+        streaming = true
+        loop.clock.cancel(self)
+        response = Array(("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-store\r\n"
+            + "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\nretry: 2000\n\n").utf8)
+        // The page going away is the only thing the client sends: its end finishes the stream.
+        channel.onReadable { [unowned self] in watchForEnd() }
+        channel.wantRead(true)
+        if let after {
+            cursor = after
+            return streamStarted()
+        }
+        let through = feed.lastSequence
+        server.collectMetrics(on: loop.queue) { [self] metrics in
+            guard !done else { return }
+            let snapshot = LivePage.snapshot(metrics: metrics, entries: [], through: through)
+            response += Array("event: counts\ndata: \(snapshot)\n\n".utf8)
+            cursor = max(0, through - LiveFeed.capacity)
+            streamStarted()
+        }
+    }
+
+    private func streamStarted() {
+        pump()
+        loop.clock.schedule(self, after: 0.25, repeating: true) { [unowned self] in pump() }
+    }
+
+    private func pump() {
+        guard !done, server != nil, monotonic() < streamEnd else { return finish() }
+        for entry in feed.entries(after: cursor) {
+            cursor = entry.sequence
+            let json = entry.record.json(policy: entry.policy).compact
+            response += Array("id: \(entry.sequence)\ndata: \(json)\n\n".utf8)
+        }
+        let now = monotonic()
+        if response.isEmpty, now - lastWrite > 15 {
+            response += Array(": keep-alive\n\n".utf8) // proxies in between close silent streams
+        }
+        if !response.isEmpty { lastWrite = now }
+        // A reader that stopped reading is let go rather than buffered for.
+        if response.count > 4 << 20 { return finish() }
+        writeResponse()
+    }
+
+    private func watchForEnd() {
+        while true {
+            switch try? SystemCall.read(channel.fd, into: loop.scratch) {
+            case .done?: continue
+            case .wouldBlock?: return
+            default: return finish()
+            }
+        }
+    }
+
+    private func finish() {
+        guard !done else { return }
+        done = true
+        loop.clock.cancel(self)
+        channel.close()
+        retainSelf = nil
+    }
+}

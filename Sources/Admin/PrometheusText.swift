@@ -1,0 +1,61 @@
+import ProxyCore
+
+/// The Prometheus text exposition format (version 0.0.4).
+enum PrometheusText {
+    static func render(_ metrics: LoopMetrics, _ gauges: ServerGauges) -> String {
+        var out = ""
+        func family(_ name: String, _ type: String, _ help: String, _ samples: [(labels: String, value: String)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+            for sample in samples {
+                out += sample.labels.isEmpty ? "\(name) \(sample.value)\n" : "\(name){\(sample.labels)} \(sample.value)\n"
+            }
+        }
+        func label(_ pairs: KeyValuePairs<String, String>) -> String {
+            pairs.map { "\($0.key)=\"\(escape($0.value))\"" }.joined(separator: ",")
+        }
+        family("atsgate_build_info", "gauge", "The running version.", [(label(["version": gauges.version]), "1")])
+        let decisions = metrics.decisions.sorted {
+            ($0.key.app, $0.key.action, $0.key.reason, $0.key.enforced ? 1 : 0)
+                < ($1.key.app, $1.key.action, $1.key.reason, $1.key.enforced ? 1 : 0)
+        }
+        family("atsgate_decisions_total", "counter",
+               "Decision records by app (policy ID), action and reason (enforced=false in report mode).",
+               decisions.map { (label(["app": $0.key.app, "action": $0.key.action, "reason": $0.key.reason,
+                                       "enforced": $0.key.enforced ? "true" : "false"]), "\($0.value)") })
+        family("atsgate_connections_accepted_total", "counter", "Client connections accepted.",
+               [("", "\(metrics.connectionsAccepted)")])
+        family("atsgate_connections_open", "gauge", "Client connections open now.", [("", "\(gauges.connectionsOpen)")])
+        family("atsgate_bytes_total", "counter", "Payload bytes relayed, by direction (up is client to origin).",
+               [(label(["direction": "up"]), "\(metrics.bytesUp)"), (label(["direction": "down"]), "\(metrics.bytesDown)")])
+        family("atsgate_tls_handshake_failures_total", "counter",
+               "TLS handshakes refused or failed, by reason and the ATS-SPEC rule that decided (R14-R17; empty when none did).",
+               metrics.handshakeFailures.sorted { $0.key < $1.key }.map {
+                   (label(["reason": $0.key.reason, "rule": $0.key.rule]), "\($0.value)")
+               })
+        family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
+               gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
+        family("atsgate_reloads_total", "counter", "Configuration reloads, by result.",
+               [(label(["result": "success"]), "\(gauges.reloadsSucceeded)"),
+                (label(["result": "failure"]), "\(gauges.reloadsFailed)")])
+        family("atsgate_config_generation", "gauge", "The configuration generation new connections use (1 at start).",
+               [("", "\(gauges.generation)")])
+        family("atsgate_last_reload_timestamp_seconds", "gauge", "When the configuration last changed (Unix time).",
+               [("", "\(gauges.lastReloadTime)")])
+        family("atsgate_draining", "gauge", "1 while the daemon is stopping and no longer accepts.",
+               [("", gauges.draining ? "1" : "0")])
+        return out
+    }
+
+    private static func escape(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,89 @@
+import CAtsgateShims
+import Glibc
+import POSIX
+
+/// One socket descriptor on one event-loop queue: read and write interest, each with its handler.
+/// Interest changes are inline epoll_ctl calls on the loop's `Poller`; on `close()` the descriptor is
+/// forgotten by the poller and closed at once (closing it is what takes it out of the epoll set).
+package final class Channel {
+    package let fd: Int32
+    private let poller: Poller
+    private var readHandler: (() -> Void)?
+    private var writeHandler: (() -> Void)?
+    private var readActive = false
+    private var writeActive = false
+    private var registered = false
+    package private(set) var closed = false
+    /// The poller reported the peer's end (EPOLLRDHUP or EPOLLHUP): reading on reaches it.
+    package private(set) var peerClosed = false
+
+    package init(fd: Int32, poller: Poller) {
+        self.fd = fd
+        self.poller = poller
+    }
+
+    package func onReadable(_ handler: @escaping () -> Void) { readHandler = handler }
+    package func onWritable(_ handler: @escaping () -> Void) { writeHandler = handler }
+
+    /// Wants read events or not.
+    package func wantRead(_ on: Bool) {
+        guard !closed, on != readActive else { return }
+        readActive = on
+        updateInterest()
+    }
+
+    package func wantWrite(_ on: Bool) {
+        guard !closed, on != writeActive else { return }
+        writeActive = on
+        updateInterest()
+    }
+
+    private func updateInterest() {
+        var events: UInt32 = 0
+        if readActive { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
+        if writeActive { events |= EPOLLOUT.rawValue }
+        registered = poller.update(self, events: events, registered: registered)
+    }
+
+    /// Runs the handlers for what epoll reported. Errors and hang-ups wake both directions, so the
+    /// handler's next read or write sees them.
+    package func handle(_ events: UInt32) {
+        let failure = events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
+        if events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { peerClosed = true }
+        if readActive, failure || events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 { readHandler?() }
+        if !closed, writeActive, failure || events & EPOLLOUT.rawValue != 0 { writeHandler?() }
+    }
+
+    /// Leaves the poller without closing the descriptor (a listening socket every loop watches).
+    package func detach() {
+        leave(deregistering: true)
+    }
+
+    package func close() {
+        // No EPOLL_CTL_DEL: the descriptor is this socket's only one (every socket is made with
+        // SOCK_CLOEXEC and never duplicated), so close(2) removes it from the epoll set; the
+        // explicit removal was two system calls per tunnel.
+        guard leave(deregistering: false) else { return }
+        SystemCall.close(fd)
+    }
+
+    /// Closes with a reset instead of an orderly end (SO_LINGER 0): the peer sees an error, never
+    /// an end of stream it could take for a complete message.
+    package func abort() {
+        guard leave(deregistering: false) else { return }
+        Socket.abort(fd)
+    }
+
+    /// Marks the channel closed, tells the poller (taking the descriptor out of the epoll set only
+    /// when `deregistering`) and drops the handlers; false when it was closed already.
+    @discardableResult
+    private func leave(deregistering: Bool) -> Bool {
+        guard !closed else { return false }
+        closed = true
+        if deregistering { poller.remove(self, registered: registered) } else { poller.forget(self) }
+        registered = false
+        readHandler = nil
+        writeHandler = nil
+        return true
+    }
+}

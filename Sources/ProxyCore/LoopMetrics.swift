@@ -1,0 +1,56 @@
+/// One loop's counters for /metrics. Plain integers touched only on the loop's queue (no atomics on
+/// the hot path); a scrape sums every loop's copy.
+package struct LoopMetrics {
+    package struct DecisionKey: Hashable {
+        package var app: String
+        package var action: String
+        package var reason: String
+        package var enforced: Bool
+    }
+
+    package var decisions: [DecisionKey: Int] = [:]
+    package var connectionsAccepted = 0
+    package var bytesUp = 0
+    package var bytesDown = 0
+    /// TLS handshakes the proxy refused or could not complete, by reason.
+    /// Keyed by reason and the rule that decided ("" when none did, e.g. an origin's own alert).
+    package var handshakeFailures: [HandshakeKey: Int] = [:]
+
+    package struct HandshakeKey: Hashable, Comparable {
+        package var reason: String
+        package var rule: String
+
+        package static func < (lhs: HandshakeKey, rhs: HandshakeKey) -> Bool { (lhs.reason, lhs.rule) < (rhs.reason, rhs.rule) }
+    }
+
+    mutating func count(_ record: LogRecord) {
+        let action = record.loggedAction
+        let reason = record.loggedReason ?? ""
+        decisions[DecisionKey(app: record.app ?? "", action: action, reason: reason, enforced: record.enforced), default: 0] += 1
+        bytesUp += record.bytesUp
+        bytesDown += record.bytesDown
+        if record.reason?.isHandshakeFailure == true {
+            handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
+        }
+    }
+
+    mutating func add(_ other: LoopMetrics) {
+        decisions.merge(other.decisions, uniquingKeysWith: +)
+        connectionsAccepted += other.connectionsAccepted
+        bytesUp += other.bytesUp
+        bytesDown += other.bytesDown
+        handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
+    }
+}
+
+/// Server-wide values that are not per loop, read at scrape time.
+package struct ServerGauges {
+    package var connectionsOpen: Int
+    package var generation: Int
+    package var reloadsSucceeded: Int
+    package var reloadsFailed: Int
+    package var lastReloadTime: Double
+    package var draining: Bool
+    package var probeCache: [String: Int]
+    package var version: String
+}

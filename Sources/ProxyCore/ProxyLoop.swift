@@ -1,0 +1,25 @@
+import EventLoop
+
+/// What the proxy keeps per event loop, beside the loop itself: touched only on `loop.queue`, so
+/// none of it needs a lock.
+package final class ProxyLoop {
+    let loop: EventLoop
+    /// Idle keep-alive connections to origins.
+    let pool = UpstreamPool()
+    /// Decision-log lines not yet written (see DecisionLog).
+    var logBuffer: [UInt8] = []
+    var decisionMessages = DecisionMessages()
+    /// This loop's channels on the listening sockets, and whether accepting is paused.
+    var listeners: [Channel] = []
+    var acceptPaused = false
+    /// Connections open on this loop, so a stop can end each with a record of its own.
+    var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    /// Set when the daemon stops: idle keep-alive clients are closed, no new request is read.
+    var draining = false
+    /// Counters for /metrics; touched only on the loop's queue, summed when scraped.
+    var metrics = LoopMetrics()
+
+    init(label: String) {
+        loop = EventLoop(label: label)
+    }
+}

@@ -1,0 +1,31 @@
+import Testing
+@testable import Admin
+@testable import ProxyCore
+
+@Suite struct PrometheusTextTests {
+    static let gauges = ServerGauges(connectionsOpen: 3, generation: 2, reloadsSucceeded: 1, reloadsFailed: 0,
+                                     lastReloadTime: 1_700_000_000, draining: false,
+                                     probeCache: ["hit": 5, "miss": 1], version: "1.2.3")
+
+    /// A refused handshake is one sample labelled with its reason and the rule that decided, as
+    /// alert rules and dashboards select it.
+    @Test func handshakeFailuresCarryTheirReasonAndRule() {
+        var metrics = LoopMetrics()
+        metrics.handshakeFailures[LoopMetrics.HandshakeKey(reason: "tls-version", rule: "R14")] = 1
+        metrics.handshakeFailures[LoopMetrics.HandshakeKey(reason: "server-alert", rule: "")] = 2
+        let text = PrometheusText.render(metrics, Self.gauges)
+        #expect(text.contains("atsgate_tls_handshake_failures_total{reason=\"tls-version\",rule=\"R14\"} 1\n"), "\(text)")
+        #expect(text.contains("atsgate_tls_handshake_failures_total{reason=\"server-alert\",rule=\"\"} 2\n"), "\(text)")
+    }
+
+    /// Label values are escaped as the exposition format requires: an app ID with a quote, a
+    /// backslash or a newline cannot break the line.
+    @Test func labelValuesAreEscaped() {
+        var metrics = LoopMetrics()
+        metrics.decisions[LoopMetrics.DecisionKey(app: "a\"b\\c\nd", action: "block", reason: "cleartext-http", enforced: true)] = 4
+        let text = PrometheusText.render(metrics, Self.gauges)
+        #expect(text.contains(#"atsgate_decisions_total{app="a\"b\\c\nd",action="block",reason="cleartext-http",enforced="true"} 4"#), "\(text)")
+        #expect(text.contains("atsgate_build_info{version=\"1.2.3\"} 1\n"))
+        #expect(text.contains("atsgate_connections_open 3\n"))
+    }
+}
