@@ -117,8 +117,8 @@ let package = Package(
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TestSupport"]),
-        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TLSWire", "TestSupport"]),
+        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),

@@ -35,7 +35,7 @@ def context(args, server):
     if args.max:
         ctx.set_max_proto_version(VERSIONS[args.max])
     if server:
-        ctx.use_certificate_file(args.cert)
+        ctx.use_certificate_chain_file(args.cert)  # the leaf, then any intermediates in the file
         ctx.use_privatekey_file(args.key)
     if args.groups and lib.SSL_CTX_set1_curves_list(ctx._context, args.groups.encode()) != 1:
         sys.exit(f"pq_peer: OpenSSL refused the groups list {args.groups!r}")
