@@ -8,7 +8,7 @@ Runs from the venv scripts/install-deps makes (.build-venv, pinned by Tests/Fixt
       Prints "port=PORT" once listening on 127.0.0.1; serves connections concurrently, answering every
       request with 200 and the body "ok from pq_peer group=GROUP"; exits when stdin closes.
   pq_peer.py client --connect HOST:PORT [--proxy HOST:PORT] [--servername NAME] [--groups LIST]
-                    [--max TLSv1_2]
+                    [--max TLSv1_2] [--user-agent TEXT]
       One HTTPS request, through an HTTP proxy's CONNECT when --proxy is given (certificates are not
       verified: the tests judge the proxy, not the peer). Prints one JSON line: the negotiated version
       and group, the HTTP status line, or the error. Exit 0 when the request got an answer.
@@ -102,7 +102,8 @@ def run_client(args):
         if args.proxy:
             proxy_host, proxy_port = args.proxy.rsplit(":", 1)
             sock = socket.create_connection((proxy_host, int(proxy_port)), timeout=10)
-            sock.sendall(f"CONNECT {args.connect} HTTP/1.1\r\nHost: {args.connect}\r\n\r\n".encode())
+            agent = f"User-Agent: {args.user_agent}\r\n" if args.user_agent else ""
+            sock.sendall(f"CONNECT {args.connect} HTTP/1.1\r\nHost: {args.connect}\r\n{agent}\r\n".encode())
             answer = b""
             while b"\r\n\r\n" not in answer:
                 chunk = sock.recv(4096)
@@ -128,6 +129,10 @@ def run_client(args):
                 chunk = conn.recv(4096)
             except SSL.ZeroReturnError:
                 break
+            except SSL.SysCallError:
+                # A server that closes without close_notify (Python's ssl does): the answer is whole
+                # when it is delimited, as curl takes it too.
+                break
             if not chunk:
                 break
             data += chunk
@@ -149,6 +154,7 @@ def main():
     client.add_argument("--connect", required=True)
     client.add_argument("--proxy")
     client.add_argument("--servername")
+    client.add_argument("--user-agent", help="sent in the CONNECT request (a proxy may route by it)")
     for mode in (server, client):
         mode.add_argument("--groups")
         mode.add_argument("--max", choices=sorted(VERSIONS))

@@ -38,13 +38,14 @@ public enum PostQuantumPeer {
     /// when `proxy` is given), offering `groups` (OpenSSL's list syntax; its default offers
     /// X25519MLKEM768 and x25519 shares). Bounded: the client times out its reads after 10 s.
     public static func request(port: Int, proxy: Int? = nil, serverName: String? = nil, groups: String? = nil,
-                               maximumVersion: String? = nil) throws -> ClientResult {
+                               maximumVersion: String? = nil, userAgent: String? = nil) throws -> ClientResult {
         try checkInstalled()
         var arguments = [script, "client", "--connect", "127.0.0.1:\(port)"]
         if let proxy { arguments += ["--proxy", "127.0.0.1:\(proxy)"] }
         if let serverName { arguments += ["--servername", serverName] }
         if let groups { arguments += ["--groups", groups] }
         if let maximumVersion { arguments += ["--max", maximumVersion] }
+        if let userAgent { arguments += ["--user-agent", userAgent] }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = arguments
