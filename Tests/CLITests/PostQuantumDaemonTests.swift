@@ -145,6 +145,27 @@ import TestSupport
         #expect(record["key_exchange"] == nil && record["pq_offered"] == nil, "\(record)")
     }
 
+    @Test func debiansChromiumOffersTheHybridToo() throws {
+        let browser = try #require(LivePageTests.chromium, "chromium is not installed (scripts/install-deps installs it)")
+        let pq = try Self.pqServer()
+        let (daemon, _) = try TLSInspectionTests.daemon(port: pq.port)
+        // Through the proxy even to loopback (<-loopback> drops Chromium's implicit bypass); the
+        // daemon, not Chromium, judges the test certificate. Background fetches are switched off (and
+        // would be refused by the proxy: only the test port is allowed).
+        let run = try Subprocess.run(browser, [
+            "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(NSTemporaryDirectory())atsgate-chromium-pq-\(getpid())",
+            "--proxy-server=\(daemon.proxy)", "--proxy-bypass-list=<-loopback>", "--ignore-certificate-errors",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
+            "--virtual-time-budget=3000", "--dump-dom", "https://127.0.0.1:\(pq.port)/",
+        ], timeout: 60)
+        #expect(run.stdout.contains("ok from pq_peer group=X25519MLKEM768"), "\(run.stdout) \(run.stderr)")
+        try daemon.process.wait { out, _ in out.contains("\"port\":\(pq.port),") }
+        let (_, records) = try daemon.stop()
+        let record = try Self.record(records, port: pq.port, offered: true)
+        #expect(record["key_exchange"] as? String == "X25519MLKEM768", "\(record)")
+        #expect((record["user_agent"] as? String ?? "").contains("Chrome/"))
+    }
+
     @Test func theLivePageShowsThePostQuantumSharePerApp() throws {
         let pq = try Self.pqServer()
         let classical = try TLSTestOrigin(leaf: "good-rsa", arguments: ["--min", "TLSv1_3"])
