@@ -154,12 +154,10 @@ private final class AdminExchange {
     }
 
     private func writeResponse() {
-        while !response.isEmpty {
-            switch response.withUnsafeBytes({ try? SystemCall.write(channel.fd, $0) }) {
-            case .done(let n)?: response.removeFirst(n)
-            case .wouldBlock?: return channel.wantWrite(true)
-            default: return finish()
-            }
+        switch channel.write(&response) {
+        case .done: break
+        case .wouldBlock: return channel.wantWrite(true)
+        case .failed: return finish()
         }
         guard streaming else { return finish() }
         channel.wantWrite(false)

@@ -54,6 +54,34 @@ package final class Channel {
         if !closed, writeActive, failure || events & EPOLLOUT.rawValue != 0 { writeHandler?() }
     }
 
+    /// What writing a buffer out came to.
+    package enum WriteOutcome: Equatable {
+        /// Every byte went; the buffer is empty.
+        case done
+        /// The socket took what it could; the rest is still in the buffer. Ask for writability.
+        case wouldBlock
+        /// The socket failed (the peer is gone); what is left in the buffer will never go.
+        case failed
+    }
+
+    /// Writes as much of `bytes` as the socket takes and removes what went: the one write path of
+    /// the answers, the forwarded responses, the watched handshakes and the admin listener.
+    package func write(_ bytes: inout [UInt8]) -> WriteOutcome {
+        var written = 0
+        defer { if written > 0 { bytes.removeFirst(written) } }
+        while written < bytes.count {
+            let outcome = bytes.withUnsafeBytes { buffer in
+                try? SystemCall.write(fd, UnsafeRawBufferPointer(rebasing: buffer[written...]))
+            }
+            switch outcome {
+            case .done(let n)?: written += n
+            case .wouldBlock?: return .wouldBlock
+            default: return .failed
+            }
+        }
+        return .done
+    }
+
     /// Leaves the poller without closing the descriptor (a listening socket every loop watches).
     package func detach() {
         leave(deregistering: true)

@@ -239,14 +239,15 @@ extension ProxyConnection {
 
     func exchangeWriteClient() {
         guard case .exchanging(let exchange) = state else { return }
-        while !exchange.toClient.isEmpty {
-            let outcome = exchange.toClient.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
-            guard case .done(let n)? = outcome else {
-                if outcome == .wouldBlock { return client.wantWrite(true) }
-                return finish()
+        if !exchange.toClient.isEmpty {
+            let pending = exchange.toClient.count
+            let outcome = client.write(&exchange.toClient)
+            if exchange.toClient.count < pending { exchange.answered = true }
+            switch outcome {
+            case .done: break
+            case .wouldBlock: return client.wantWrite(true)
+            case .failed: return finish()
             }
-            exchange.toClient.removeFirst(n)
-            exchange.answered = true
         }
         client.wantWrite(false)
         let responseDone = exchange.response != nil && (exchange.responseBody.isComplete || exchange.upstreamEnded)

@@ -219,29 +219,17 @@ extension ProxyConnection {
         guard case .inspecting(let watched) = state, let upstream else { return }
         if !watched.inspection.toOrigin.isEmpty {
             let before = watched.inspection.toOrigin.count
-            let ok = write(&watched.inspection.toOrigin, to: upstream)
+            let outcome = upstream.write(&watched.inspection.toOrigin)
             record.bytesUp += before - watched.inspection.toOrigin.count
-            if !ok { return perform([.ended("writing to the origin failed", origin: true)], watched) }
+            if outcome == .failed { return perform([.ended("writing to the origin failed", origin: true)], watched) }
         }
         if !watched.inspection.toClient.isEmpty {
             let before = watched.inspection.toClient.count
-            let ok = write(&watched.inspection.toClient, to: client)
+            let outcome = client.write(&watched.inspection.toClient)
             record.bytesDown += before - watched.inspection.toClient.count
-            if !ok { return perform([.ended("writing to the client failed", origin: false)], watched) }
+            if outcome == .failed { return perform([.ended("writing to the client failed", origin: false)], watched) }
         }
         upstream.wantWrite(!watched.inspection.toOrigin.isEmpty)
         client.wantWrite(!watched.inspection.toClient.isEmpty)
-    }
-
-    /// Writes as much as the socket takes; false on an error.
-    private func write(_ bytes: inout [UInt8], to channel: Channel) -> Bool {
-        while !bytes.isEmpty {
-            switch bytes.withUnsafeBytes({ try? SystemCall.write(channel.fd, $0) }) {
-            case .done(let n)?: bytes.removeFirst(n)
-            case .wouldBlock?: return true
-            default: return false
-            }
-        }
-        return true
     }
 }

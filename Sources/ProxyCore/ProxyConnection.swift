@@ -484,13 +484,10 @@ package final class ProxyConnection {
 
     func flushAnswer() {
         guard case .answering(let next) = state else { return }
-        while !outbound.isEmpty {
-            let outcome = outbound.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
-            switch outcome {
-            case .done(let n)?: outbound.removeFirst(n)
-            case .wouldBlock?: return client.wantWrite(true)
-            default: return close()
-            }
+        switch client.write(&outbound) {
+        case .done: break
+        case .wouldBlock: return client.wantWrite(true)
+        case .failed: return close()
         }
         client.wantWrite(false)
         switch next {
