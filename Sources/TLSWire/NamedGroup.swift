@@ -21,6 +21,21 @@ public struct NamedGroup: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// The registry's name (`x25519`, `X25519MLKEM768`), or `0x1234` for a code it does not list.
     public var name: String { Self.names[rawValue] ?? hex16(rawValue) }
 
+    /// The group `name` names, as `name` spells it (a log's `key_exchange`: `X25519MLKEM768`, `0x1234`);
+    /// nil for anything else.
+    public init?(name: String) {
+        if let code = Self.codes[name] {
+            self.init(rawValue: code)
+        } else if name.count == 6, name.hasPrefix("0x"), let code = UInt16(name.dropFirst(2), radix: 16),
+                  hex16(code) == name {
+            self.init(rawValue: code)
+        } else {
+            return nil
+        }
+    }
+
+    private static let codes: [String: UInt16] = Dictionary(uniqueKeysWithValues: names.map { ($0.value, $0.key) })
+
     public var description: String { name }
 
     /// A hybrid or pure ML-KEM group, the Kyber drafts included: a key exchange a quantum computer

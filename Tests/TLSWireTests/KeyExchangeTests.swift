@@ -37,6 +37,16 @@ struct KeyExchangeTests {
         #expect(NamedGroup(rawValue: code).description == name)
     }
 
+    @Test("a name reads back as its group: every registry name and 0xNNNN, nothing else")
+    func fromName() {
+        for (code, name) in NamedGroup.names { #expect(NamedGroup(name: name) == NamedGroup(rawValue: code)) }
+        #expect(NamedGroup(name: "0x1234") == NamedGroup(rawValue: 0x1234))
+        #expect(NamedGroup(name: "0x11EC") == .x25519MLKEM768, "a listed code in hex reads too")
+        for bad in ["", "X25519", "x25519 ", "0x1", "0x12345", "0xzzzz", "0x11ec", "mlkem768"] {
+            #expect(NamedGroup(name: bad) == nil, "\(bad)")
+        }
+    }
+
     @Test("post-quantum: the hybrids, pure ML-KEM and the Kyber drafts; nothing classical")
     func postQuantum() {
         let quantum: [UInt16] = [0x11EB, 0x11EC, 0x11ED, 0x11EE, 0x0200, 0x0201, 0x0202, 0x6399, 0x639A]
