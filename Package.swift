@@ -47,7 +47,7 @@ let package = Package(
         // getaddrinfo, with EINTR and EAGAIN handled once.
         .target(name: "POSIX", dependencies: ["ATSPolicy", "CAtsgateShims"]),
         // The only importer of OpenSSL: certificate evaluation, probes, upstream TLS.
-        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX"]),
+        .target(name: "TLSClient", dependencies: ["COpenSSL", "ATSPolicy", "POSIX", "TLSWire"]),
         // The only importer of libsystemd: notify, listen fds, journal.
         .target(name: "Systemd", dependencies: ["CSystemd"]),
 
@@ -85,7 +85,7 @@ let package = Package(
             name: "atsgate",
             dependencies: [
                 "ATSPolicy", "ATSLint", "ATSReport", "POSIX", "ProxyCore", "ProxyAccess", "Admin",
-                "TLSClient", "Systemd",
+                "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -113,12 +113,12 @@ let package = Package(
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"]),
         .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
-        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TestSupport"]),
+        .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TestSupport"]),
-        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore"]),
+        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TLSWire", "TestSupport"]),
+        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),

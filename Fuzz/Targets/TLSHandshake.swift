@@ -1,5 +1,5 @@
-// libFuzzer target: TLSHandshakeReader.feed over one direction of a connection, and the hello and
-// Certificate parsers over the messages it reassembles. The first input byte steers the cuts and
+// libFuzzer target: TLSHandshakeReader.feed over one direction of a connection, and the hello,
+// ServerKeyExchange and Certificate parsers and the key-exchange tracker over the messages it reassembles. The first input byte steers the cuts and
 // the reader's options; the rest is the stream.
 @testable import TLSWire
 
@@ -27,10 +27,17 @@ public func fuzzTLSHandshake(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
                   "the reader found a ClientHello where looksLikeTLS saw none")
     }
     var bodies = 0
+    var tracker = KeyExchangeTracker()
     for message in messages {
         bodies += message.body.count
         fuzzCheck(message.body.count <= messageLimit(control), "a message over the limit")
         checkMessage(message)
+        tracker.observe(message)
+    }
+    switch tracker.outcome {
+    case .group(let group): fuzzCheck(tracker.group == group, "the tracker settled on \(group) but reports \(String(describing: tracker.group))")
+    case .noGroup: fuzzCheck(tracker.group == nil, "the tracker settled on no group but reports one")
+    case nil: break
     }
     fuzzCheck(bodies + 4 * messages.count <= stream.count, "more message bytes than stream bytes")
     return 0
@@ -54,12 +61,35 @@ func checkMessage(_ message: HandshakeMessage) {
         fuzzCheck(Set(hello.extensionTypes).count == hello.extensionTypes.count, "an extension type twice")
         fuzzCheck(hello.supportedVersions.isEmpty || hello.extensionTypes.contains(TLSExtensionType.supportedVersions),
                   "supported versions without the extension")
+        // Key exchange: bounded lists, shares that fit, and an offer whenever a kept group is post-quantum.
+        fuzzCheck(hello.supportedGroups.count <= 64 && hello.keyShares.count <= 16, "more groups or shares kept than the bounds")
+        fuzzCheck(hello.keyShares.allSatisfy { $0.keyExchangeLength >= 1 }
+                      && hello.keyShares.reduce(0) { $0 + $1.keyExchangeLength } <= message.body.count, "key share sizes")
+        fuzzCheck(hello.supportedGroups.isEmpty || hello.extensionTypes.contains(TLSExtensionType.supportedGroups),
+                  "groups without the extension")
+        let kept = hello.supportedGroups + hello.keyShares.map(\.group)
+        fuzzCheck(!kept.contains(where: \.isPostQuantum) || hello.offersPostQuantum, "a post-quantum group but no offer")
+        _ = kept.map(\.name)
     case .serverHello:
         guard let hello = try? ServerHello(message) else { return }
         fuzzCheck(hello.random.count == 32 && hello.sessionID.count <= 32, "random or session id of a wrong size")
         fuzzCheck(hello.isHelloRetryRequest == ServerHello.isHelloRetryRequest(body: message.body),
                   "two answers to whether this is a HelloRetryRequest")
+        if let share = hello.serverShare {
+            fuzzCheck(share.group == hello.selectedGroup && !hello.isHelloRetryRequest
+                          && share.keyExchangeLength <= message.body.count, "a server share that disagrees")
+        }
+        fuzzCheck(hello.keyExchangeError == nil || hello.selectedGroup == nil, "a group read from a broken key_share")
+        _ = hello.selectedGroup?.name
         _ = CertificateMessage.Format(negotiatedVersion: hello.negotiatedVersion)
+    case .serverKeyExchange:
+        for method in [ServerKeyExchange.Method.ecdhe, .ecdhePSK, .dhe, .dhePSK] {
+            guard let exchange = try? ServerKeyExchange(message, method: method) else { continue }
+            fuzzCheck(exchange.publicKeyLength <= message.body.count
+                          && (exchange.dhPrimeBits ?? 0) <= message.body.count * 8, "key exchange sizes")
+            fuzzCheck((method == .ecdhe || method == .ecdhePSK) == (exchange.dhPrimeBits == nil), "a prime for a curve")
+            _ = exchange.group?.name
+        }
     case .certificate:
         for format in [CertificateMessage.Format.tls12, .tls13] {
             guard let certificates = try? CertificateMessage(message, format: format) else { continue }

@@ -13,7 +13,8 @@ enum LivePage {
     ]
 
     /// The totals by app, action and reason (from the counters, so older than the kept records
-    /// too), the kept records, and the number of the last one the totals include.
+    /// too), the inspected handshakes by app and key exchange, the kept records, and the number of
+    /// the last one the totals include.
     static func snapshot(metrics: LoopMetrics, entries: [LiveFeed.Entry], through: Int) -> String {
         let counts = metrics.decisions.sorted { ($0.key.app, $0.key.action, $0.key.reason) < ($1.key.app, $1.key.action, $1.key.reason) }
             .map { key, count -> JSONValue in
@@ -25,7 +26,14 @@ enum LivePage {
             fields.append(("seq", .int(entry.sequence)))
             return .object(fields)
         }
-        return JSONValue.object([("through", .int(through)), ("counts", .array(counts)), ("recent", .array(recent))]).compact
+        let keyExchanges = metrics.keyExchanges.sorted { $0.key < $1.key }.map { key, count -> JSONValue in
+            .object([("app", .string(key.app)), ("group", .string(key.groupName)),
+                     ("pq_offered", .bool(key.postQuantumOffered)), ("count", .int(count))])
+        }
+        return JSONValue.object([("through", .int(through)), ("counts", .array(counts)),
+                                 ("key_exchange", .array(keyExchanges)),
+                                 ("pq_groups", .array(KeyExchangeFacts.postQuantumGroupNames.map(JSONValue.string))),
+                                 ("recent", .array(recent))]).compact
     }
 
     /// The page with `snapshot` embedded (`</` escaped so no value can end the script element).
@@ -95,6 +103,11 @@ enum LivePage {
         <ul id="blocks"></ul>
       </section>
       <section class="wide">
+        <h2>Post-quantum key exchange <span class="meta">(iOS 26 and macOS 26 offer X25519MLKEM768 in every TLS 1.3 ClientHello)</span></h2>
+        <table id="pqByApp"><thead><tr><th>app</th><th class="num">TLS handshakes</th><th class="num">post-quantum offered</th><th class="num">answered post-quantum</th><th class="num">answered classically</th><th class="num">post-quantum share</th></tr></thead><tbody></tbody></table>
+        <div class="meta">Of the handshakes whose client offered a post-quantum group, the share whose server chose one. A classical answer can be recorded now and decrypted once quantum computers exist; TLS 1.2 is always classical.</div>
+      </section>
+      <section class="wide">
         <h2>Decisions <span id="shown" class="meta"></span></h2>
         <table id="decisions"><thead><tr><th>time</th><th>app</th><th>route</th><th>user</th><th>method</th><th>destination</th><th>action</th><th>reason</th></tr></thead><tbody></tbody></table>
       </section>
@@ -117,6 +130,14 @@ enum LivePage {
       counts.set(key, (counts.get(key) || 0) + n);
     }
     for (const c of snapshot.counts) addCount(c.app, c.action, c.reason, c.count);
+    // Inspected handshakes: "app\u0000group\u0000offered" -> count.
+    const pqGroups = new Set(snapshot.pq_groups);
+    const exchanges = new Map();
+    function addExchange(app, group, offered, n) {
+      const key = [app || "", group || "", offered ? "1" : ""].join("\u0000");
+      exchanges.set(key, (exchanges.get(key) || 0) + n);
+    }
+    for (const k of snapshot.key_exchange) addExchange(k.app, k.group, k.pq_offered, k.count);
     records = snapshot.recent.slice(-KEEP);
 
     function el(tag, text, cls) {
@@ -185,6 +206,30 @@ enum LivePage {
       }));
       if (!reasonRows.length) reasonBody.appendChild(emptyRow(3, "no reasons yet"));
 
+      const pqRows = new Map();
+      for (const [key, n] of exchanges) {
+        const [app, group, offered] = key.split("\u0000");
+        if (!matches(app)) continue;
+        const row = pqRows.get(app) || {tls:0, offered:0, pq:0, classical:0};
+        row.tls += n;
+        if (offered) {
+          row.offered += n;
+          if (pqGroups.has(group)) row.pq += n; else if (group) row.classical += n;
+        }
+        pqRows.set(app, row);
+      }
+      const pqBody = document.querySelector("#pqByApp tbody");
+      const pqSorted = Array.from(pqRows.entries()).sort((a, b) => a[0].localeCompare(b[0]));
+      pqBody.replaceChildren(...pqSorted.map(([app, row]) => {
+        const tr = el("tr", null, "pq-app"); tr.dataset.app = app;
+        tr.appendChild(el("td", app || "(none)", "mono"));
+        for (const n of [row.tls, row.offered, row.pq, row.classical]) tr.appendChild(el("td", n, "num"));
+        const share = row.offered ? Math.round(100 * row.pq / row.offered) + "%" : "-";
+        const cell = el("td", share, "num share"); tr.appendChild(cell);
+        return tr;
+      }));
+      if (!pqSorted.length) pqBody.appendChild(emptyRow(6, "no inspected TLS handshakes yet"));
+
       const shown = records.filter(r => matches(r.app));
       const blocks = shown.filter(r => r.action === "block").slice(-20).reverse();
       const list = document.getElementById("blocks");
@@ -240,6 +285,7 @@ enum LivePage {
       if (id <= through) return;
       through = id;
       addCount(r.app, r.action, r.reason, 1);
+      if (typeof r.pq_offered === "boolean") addExchange(r.app, r.key_exchange, r.pq_offered, 1);
       r.fresh = true;
       records.push(r);
       if (records.length > KEEP) records = records.slice(-KEEP);

@@ -32,6 +32,13 @@ enum PrometheusText {
                metrics.handshakeFailures.sorted { $0.key < $1.key }.map {
                    (label(["reason": $0.key.reason, "rule": $0.key.rule]), "\($0.value)")
                })
+        family("atsgate_tls_key_exchange_total", "counter",
+               "Inspected TLS handshakes by app, the key-exchange group the server chose (IANA name; empty without one: "
+                   + "TLS 1.2 RSA, or the handshake ended first) and whether the client offered a post-quantum group.",
+               metrics.keyExchanges.sorted { $0.key < $1.key }.map {
+                   (label(["app": $0.key.app, "group": $0.key.groupName,
+                           "pq_offered": $0.key.postQuantumOffered ? "true" : "false"]), "\($0.value)")
+               })
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
         family("atsgate_reloads_total", "counter", "Configuration reloads, by result.",

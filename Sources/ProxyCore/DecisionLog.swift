@@ -37,6 +37,8 @@ package struct LogRecord {
     var tlsVersion: String?
     var cipher: String?
     var sni: String?
+    /// The key exchange of an inspected handshake, once its ClientHello was read.
+    var keyExchange: KeyExchangeFacts?
     var certificate: ServerJudgement.CertificateFacts?
     /// Certificate findings tolerated because the host allows cleartext (R15).
     var toleratedFindings: [String] = []
@@ -90,6 +92,10 @@ package struct LogRecord {
         fields.string("proxy_user", proxyUser)
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
+        if let keyExchange {
+            fields.string("key_exchange", keyExchange.group?.name)
+            fields.bool("pq_offered", keyExchange.postQuantumOffered)
+        }
         if let certificate {
             fields.string("cert_subject", certificate.subject)
             fields.string("cert_issuer", certificate.issuer)

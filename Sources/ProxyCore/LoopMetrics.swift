@@ -1,3 +1,5 @@
+import TLSWire
+
 /// One loop's counters for /metrics. Plain integers touched only on the loop's queue (no atomics on
 /// the hot path); a scrape sums every loop's copy.
 package struct LoopMetrics {
@@ -23,12 +25,35 @@ package struct LoopMetrics {
         package static func < (lhs: HandshakeKey, rhs: HandshakeKey) -> Bool { (lhs.reason, lhs.rule) < (rhs.reason, rhs.rule) }
     }
 
+    /// Inspected handshakes by app, the group the server chose and whether the client offered a
+    /// post-quantum group.
+    package var keyExchanges: [KeyExchangeKey: Int] = [:]
+
+    package struct KeyExchangeKey: Hashable, Comparable {
+        package var app: String
+        package var group: NamedGroup?
+        package var postQuantumOffered: Bool
+
+        /// The group's IANA name; empty without one.
+        package var groupName: String { group?.name ?? "" }
+        /// The server chose a post-quantum group.
+        package var postQuantumChosen: Bool { group?.isPostQuantum == true }
+
+        package static func < (lhs: KeyExchangeKey, rhs: KeyExchangeKey) -> Bool {
+            (lhs.app, lhs.groupName, lhs.postQuantumOffered ? 1 : 0) < (rhs.app, rhs.groupName, rhs.postQuantumOffered ? 1 : 0)
+        }
+    }
+
     mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
         decisions[DecisionKey(app: record.app ?? "", action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown
+        if let keyExchange = record.keyExchange {
+            keyExchanges[KeyExchangeKey(app: record.app ?? "", group: keyExchange.group,
+                                        postQuantumOffered: keyExchange.postQuantumOffered), default: 0] += 1
+        }
         if record.reason?.isHandshakeFailure == true {
             handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
         }
@@ -40,6 +65,7 @@ package struct LoopMetrics {
         bytesUp += other.bytesUp
         bytesDown += other.bytesDown
         handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
+        keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
     }
 }
 

@@ -108,6 +108,10 @@ extension ProxyConnection {
     /// What the handshake showed, for the record.
     private func noteHandshakeFacts(_ inspection: TLSInspection) {
         if record.sni == nil, let hello = inspection.clientHello { record.sni = hello.serverName }
+        if let hello = inspection.clientHello {
+            record.keyExchange = KeyExchangeFacts(group: inspection.keyExchange.group,
+                                                  postQuantumOffered: hello.offersPostQuantum)
+        }
         if record.tlsVersion == nil, let hello = inspection.serverHello, !hello.isHelloRetryRequest {
             record.tlsVersion = TLSProtocolVersion.name(for: hello.negotiatedVersion)
             record.cipher = CipherSuite.name(for: hello.cipherSuite)

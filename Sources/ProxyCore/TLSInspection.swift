@@ -54,6 +54,12 @@ package struct TLSInspection {
     private var serverReader = TLSHandshakeReader()
     private(set) var clientHello: ClientHello?
     private(set) var serverHello: ServerHello?
+    /// The group the server's key exchange uses, followed through a HelloRetryRequest and, on TLS
+    /// 1.2, to the ServerKeyExchange (read on while a verdict is awaited). Only recorded: it never
+    /// changes a step.
+    private(set) var keyExchange = KeyExchangeTracker()
+    /// The server reader failed while only the key exchange was being read on.
+    private var keyExchangeReaderFailed = false
     /// Client bytes cleared for the origin (after the ClientHello's check), not yet written.
     var toOrigin: [UInt8] = []
     /// Server bytes cleared for the client (a HelloRetryRequest flight, or everything once released).
@@ -135,7 +141,10 @@ package struct TLSInspection {
             return []
         }
         heldFromServer += bytes
-        if waitingForJudgement { return [] }
+        if waitingForJudgement {
+            readKeyExchange(bytes)
+            return []
+        }
         let messages: [HandshakeMessage]
         do {
             messages = try serverReader.feed(bytes)
@@ -144,23 +153,35 @@ package struct TLSInspection {
                             .handshakeFailure)]
         }
         var steps: [Step] = []
+        // Once a step settles this flight, the rest of its messages are only read for the key exchange
+        // (a TLS 1.2 ServerKeyExchange follows the Certificate that asked for the verdict).
+        var settled = false
         for message in messages {
-            if message.type == .serverHello {
+            if settled {
+                keyExchange.observe(message)
+            } else if message.type == .serverHello {
                 guard let hello = try? ServerHello(message) else {
                     return steps + [.refuse(.fail(.upstreamProtocol, status: 502,
                                                   message: "the origin sent a malformed ServerHello"), .handshakeFailure)]
                 }
+                keyExchange.observe(hello)
                 steps += serverHelloArrived(hello)
-                if released || waitingForJudgement || steps.contains(where: \.isJudgement) { return steps }
+                settled = released || waitingForJudgement || steps.contains(where: \.isJudgement)
             } else if message.type == .certificate, let hello = serverHello {
                 guard hello.negotiatedVersion < 0x0304 else { continue }
                 let chain = (try? CertificateMessage(message, format: .tls12))?.certificates ?? []
-                return steps + judge(.chain(chain, scts: hello.signedCertificateTimestamps))
+                steps += judge(.chain(chain, scts: hello.signedCertificateTimestamps))
+                settled = true
             } else if message.type == .serverHelloDone, serverHello != nil {
                 // A TLS 1.2 flight without a Certificate (PSK or anonymous suites): probe instead.
-                return steps + judge(.probe(serverName: clientHello?.serverName))
+                keyExchange.observe(message)
+                steps += judge(.probe(serverName: clientHello?.serverName))
+                settled = true
+            } else {
+                keyExchange.observe(message)
             }
         }
+        if settled { return steps }
         if serverReader.sawNonHandshakeRecord != nil {
             if let alert = serverReader.alert {
                 // The origin refused the handshake itself: the client hears it.
@@ -171,6 +192,17 @@ package struct TLSInspection {
         }
         if ended { steps.append(.ended("the origin closed during the TLS handshake", origin: true)) }
         return steps
+    }
+
+    /// Reads on, while a verdict is awaited, until the key exchange is known: bytes that are held
+    /// anyway, parsed only for the record. A reader error here stops the reading, nothing else.
+    private mutating func readKeyExchange(_ bytes: [UInt8]) {
+        guard keyExchange.outcome == nil, !keyExchangeReaderFailed else { return }
+        do {
+            for message in try serverReader.feed(bytes) { keyExchange.observe(message) }
+        } catch {
+            keyExchangeReaderFailed = true
+        }
     }
 
     /// R14 on the ServerHello, then what the certificate needs.

@@ -32,10 +32,7 @@ public final class TLSConnection {
         self.ssl = ssl
         self.store = store
         self.requirements = requirements
-        let sni = serverName.flatMap { name -> String? in
-            let bare = name.hasPrefix("[") ? String(name.dropFirst().dropLast()) : name
-            return IPAddress.parseStrict(bare[...]) == nil && !name.isEmpty ? name : nil
-        }
+        let sni = serverName.flatMap(ServerNameIndication.name(for:))
         self.serverName = sni
         guard SSL_set_fd(ssl, fd) == 1 else {
             throw TLSSetupError("SSL_set_fd(\(fd)): \(OpenSSLErrorQueue.drain().text)")

@@ -15,6 +15,18 @@ public struct ClientHello: Sendable, Equatable {
     public var supportedVersions: [UInt16]
     /// The ALPN protocol names, empty without the extension.
     public var alpnProtocols: [String]
+    /// The supported_groups extension in the client's order, GREASE included (the first
+    /// `SupportedGroups.maximumKept`); empty without it, or when it could not be read.
+    public var supportedGroups: [NamedGroup]
+    /// The key_share extension's entries (the first `KeyShare.maximumKept`); empty without it, or when
+    /// it could not be read.
+    public var keyShares: [KeyShareEntry]
+    /// The client offered a hybrid or pure ML-KEM group, in supported_groups or key_share.
+    public var offersPostQuantum: Bool
+    /// Why supported_groups or key_share could not be read. Unlike the other extensions these do not
+    /// fail the hello: the server judges key shares, and the proxy judges the connection as it did
+    /// before it read them.
+    public var keyExchangeError: TLSWireError?
 
     /// Parses a ClientHello handshake message.
     public init(_ message: HandshakeMessage) throws(TLSWireError) {
@@ -44,6 +56,10 @@ public struct ClientHello: Sendable, Equatable {
         serverName = nil
         supportedVersions = []
         alpnProtocols = []
+        supportedGroups = []
+        keyShares = []
+        offersPostQuantum = false
+        keyExchangeError = nil
         if var data = extensions.data(TLSExtensionType.serverName) {
             serverName = try Self.hostName(&data)
         }
@@ -57,6 +73,24 @@ public struct ClientHello: Sendable, Equatable {
         }
         if var data = extensions.data(TLSExtensionType.applicationLayerProtocolNegotiation) {
             alpnProtocols = try ALPN.protocolNames(&data)
+        }
+        if var data = extensions.data(TLSExtensionType.supportedGroups) {
+            do {
+                let read = try SupportedGroups.groups(&data)
+                supportedGroups = read.groups
+                offersPostQuantum = read.postQuantum
+            } catch {
+                keyExchangeError = error
+            }
+        }
+        if var data = extensions.data(TLSExtensionType.keyShare) {
+            do {
+                let read = try KeyShare.clientShares(&data)
+                keyShares = read.shares
+                offersPostQuantum = offersPostQuantum || read.postQuantum
+            } catch {
+                keyExchangeError = keyExchangeError ?? error
+            }
         }
     }
 

@@ -25,6 +25,16 @@ public struct ServerHello: Sendable, Equatable {
     /// The serialized SCTs of the signed_certificate_timestamp extension (RFC 6962 section 3.3), each
     /// as TLSClient's `PresentedSCT` takes it; empty without the extension.
     public var signedCertificateTimestamps: [[UInt8]]
+    /// A TLS 1.3 ServerHello's key share: the group the key exchange uses and the length of the
+    /// server's key. Nil for a HelloRetryRequest, without the extension (TLS 1.2, a PSK-only
+    /// resumption), or when it could not be read.
+    public var serverShare: KeyShareEntry?
+    /// The group the server chose: its share's group, or the group a HelloRetryRequest asks the client
+    /// to send a share for. Nil without a readable key_share.
+    public var selectedGroup: NamedGroup?
+    /// Why key_share could not be read. It does not fail the hello: the client judges the server's
+    /// share, and the proxy judges the connection as it did before it read it.
+    public var keyExchangeError: TLSWireError?
 
     /// The version the server chose: selected_version when present (TLS 1.3), else legacy_version.
     public var negotiatedVersion: UInt16 { selectedVersion ?? legacyVersion }
@@ -53,6 +63,9 @@ public struct ServerHello: Sendable, Equatable {
         selectedVersion = nil
         alpnProtocol = nil
         signedCertificateTimestamps = []
+        serverShare = nil
+        selectedGroup = nil
+        keyExchangeError = nil
         if var data = extensions.data(TLSExtensionType.supportedVersions) {
             selectedVersion = try data.uint16("supported_versions selected_version")
             try data.expectEnd("supported_versions")
@@ -70,6 +83,19 @@ public struct ServerHello: Sendable, Equatable {
             try data.expectEnd("signed_certificate_timestamp")
             while !list.isAtEnd {
                 signedCertificateTimestamps.append(try list.vector(lengthBytes: 2, "SCT", range: 1...0xFFFF).rest())
+            }
+        }
+        if var data = extensions.data(TLSExtensionType.keyShare) {
+            do {
+                if random == Self.helloRetryRequestRandom {
+                    selectedGroup = try KeyShare.selectedGroup(&data)
+                } else {
+                    let share = try KeyShare.serverShare(&data)
+                    serverShare = share
+                    selectedGroup = share.group
+                }
+            } catch {
+                keyExchangeError = error
             }
         }
     }

@@ -40,6 +40,15 @@ struct DiagnoseCommand: ParsableCommand {
             Each failure names the rule that decided it (R14 version and suite, R15/R15a certificate, \
             R16 CT, R17 pins, R18 system connections; R7-R12 for the app policy's lookup).
 
+            A last section, "Post-Quantum Key Exchange", asks the server whether it negotiates \
+            X25519MLKEM768, as iOS 26 and macOS 26 offer it in every TLS 1.3 ClientHello: one more \
+            connection sends a ClientHello whose only key share is X25519MLKEM768 (x25519, secp256r1, \
+            secp384r1 and secp521r1 listed beside it), reads the server's ServerHello or HelloRetryRequest \
+            (on TLS 1.2, its ServerKeyExchange) and hangs up. QUANTUM-SECURE when the server chose a \
+            post-quantum group, CLASSICAL when it chose another (recorded traffic could be decrypted once \
+            quantum computers exist), UNKNOWN when it could not be asked. ATS does not require it: this \
+            section never changes the exit status. JSON lines carry it as the post_quantum field.
+
             Exit status: 0 when the default ATS configuration (with --system: the system connection \
             test) passes, 1 when it fails, 2 on a usage error (bad URL, unreadable --ca-file, --policy or \
             --ct-log-list).
@@ -133,9 +142,15 @@ struct DiagnoseCommand: ParsableCommand {
                 outcomes.append(diagnosis.runAppPolicy(engine.decide(destination, context: context)))
             }
         }
+        // Whether the server answers iOS 26's post-quantum offer in kind (no ATS rule asks it yet).
+        let postQuantum = destination.scheme == .https
+            ? KeyExchangeProbe(timeout: timeout).probe(ProbeTarget(host: destination.host.description,
+                                                                   port: destination.port, addresses: diagnosis.addresses))
+            : nil
         let report = DiagnoseReport(url: url, destination: destination, outcomes: outcomes,
                                     caFiles: caFile, pinnedAddresses: diagnosis.addresses, system: system,
-                                    transparency: transparency.map { $0.logList == nil ? "counted" : "verified" })
+                                    transparency: transparency.map { $0.logList == nil ? "counted" : "verified" },
+                                    postQuantum: postQuantum)
         let output = format == .json ? report.jsonLines : report.text
         FileHandle.standardOutput.write(Data(output.utf8))
         if !outcomes[0].passed { throw ExitCode(1) }

@@ -1,5 +1,6 @@
 import ATSPolicy
 import TLSClient
+import TLSWire
 
 /// `diagnose` output: nscurl-like text, or one JSON object per test.
 struct DiagnoseReport {
@@ -13,6 +14,8 @@ struct DiagnoseReport {
     var system = false
     /// R16: nil when off, "counted" without a log list, "verified" with one.
     var transparency: String?
+    /// The answer to the X25519MLKEM768 offer; nil for an http:// URL (nothing to ask).
+    var postQuantum: KeyExchangeProbeResult?
 
     private static let rule = String(repeating: "=", count: 80)
 
@@ -46,6 +49,9 @@ struct DiagnoseReport {
                 out += "\n\(section)\n---\n"
             }
             out += describe(outcome)
+        }
+        if let postQuantum {
+            out += "\n" + Self.rule + "\n\nPost-Quantum Key Exchange (iOS 26, macOS 26)\n---\n" + describe(postQuantum)
         }
         out += "\n" + Self.rule + "\n"
         if let certificate = outcomes.lazy.compactMap(\.session).first?.certificate {
@@ -84,6 +90,29 @@ struct DiagnoseReport {
             }
         }
         return out + "---\n"
+    }
+
+    /// The post-quantum section: what was offered, and the server's choice in one Result line.
+    private func describe(_ answer: KeyExchangeProbeResult) -> String {
+        let others = KeyExchangeProbe.offeredGroups.filter { $0 != answer.offered }.map(\.name).joined(separator: ", ")
+        var out = "Offered : \(answer.offered) (the only key share); also listed: \(others)\n"
+        out += "Result : \(Self.postQuantumResult(answer))\n"
+        if let message = answer.failure?.message { out += "Reason : \(message)\n" }
+        return out + "---\n"
+    }
+
+    /// `QUANTUM-SECURE (X25519MLKEM768, TLSv1.3)`, `CLASSICAL (x25519 by HelloRetryRequest, TLSv1.3): ...`,
+    /// `UNKNOWN (tls-handshake)`.
+    static func postQuantumResult(_ answer: KeyExchangeProbeResult) -> String {
+        if let failure = answer.failure { return "UNKNOWN (\(failure.code.rawValue))" }
+        let version = answer.negotiatedVersion.map(TLSProtocolVersion.name(for:)) ?? "unknown version"
+        let group = answer.group.map { answer.helloRetryRequest ? "\($0) by HelloRetryRequest" : $0.name }
+            ?? "no key-exchange group"
+        if answer.quantumSecure { return "QUANTUM-SECURE (\(group), \(version))" }
+        let why = answer.negotiatedVersion.map { $0 < TLSProtocolVersion.tls13 } == true
+            ? "TLS 1.2 and below have no post-quantum key exchange"
+            : "recorded traffic could be decrypted once quantum computers exist"
+        return "CLASSICAL (\(group), \(version)): \(why)"
     }
 
     private func describe(_ verdict: CertificateVerdict) -> String {
@@ -137,6 +166,21 @@ struct DiagnoseReport {
             ("requirements", outcome.requirements.json),
             ("ats_dictionary", outcome.dictionaryJSON ?? .null),
             ("note", .optional(outcome.note)),
+            ("post_quantum", postQuantum.map(Self.json(for:)) ?? .null),
+        ])
+    }
+
+    /// The server's answer to the X25519MLKEM768 offer (the same on every line: it is the server's).
+    static func json(for answer: KeyExchangeProbeResult) -> JSONValue {
+        .object([
+            ("offered", .string(answer.offered.name)),
+            ("group", .optional(answer.group?.name)),
+            ("quantum_secure", answer.failure == nil ? .bool(answer.quantumSecure) : .null),
+            ("hello_retry_request", .bool(answer.helloRetryRequest)),
+            ("tls_version", .optional(answer.negotiatedVersion.map(TLSProtocolVersion.name(for:)))),
+            ("address", .optional(answer.address)),
+            ("reason", .optional(answer.failure?.code.rawValue)),
+            ("message", .optional(answer.failure?.message)),
         ])
     }
 

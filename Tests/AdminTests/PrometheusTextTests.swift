@@ -1,6 +1,7 @@
 import Testing
 @testable import Admin
 @testable import ProxyCore
+import TLSWire
 
 @Suite struct PrometheusTextTests {
     static let gauges = ServerGauges(connectionsOpen: 3, generation: 2, reloadsSucceeded: 1, reloadsFailed: 0,
@@ -16,6 +17,25 @@ import Testing
         let text = PrometheusText.render(metrics, Self.gauges)
         #expect(text.contains("atsgate_tls_handshake_failures_total{reason=\"tls-version\",rule=\"R14\"} 1\n"), "\(text)")
         #expect(text.contains("atsgate_tls_handshake_failures_total{reason=\"server-alert\",rule=\"\"} 2\n"), "\(text)")
+    }
+
+    /// Inspected handshakes by app, chosen group (empty without one) and post-quantum offer; the live
+    /// page's snapshot carries the same counts and the names it needs to tell a post-quantum group.
+    @Test func keyExchangesByAppGroupAndOffer() throws {
+        var metrics = LoopMetrics()
+        metrics.keyExchanges[LoopMetrics.KeyExchangeKey(app: "lab", group: .x25519MLKEM768, postQuantumOffered: true)] = 3
+        metrics.keyExchanges[LoopMetrics.KeyExchangeKey(app: "lab", group: .x25519, postQuantumOffered: true)] = 2
+        metrics.keyExchanges[LoopMetrics.KeyExchangeKey(app: "", group: nil, postQuantumOffered: false)] = 1
+        let text = PrometheusText.render(metrics, Self.gauges)
+        #expect(text.contains("# TYPE atsgate_tls_key_exchange_total counter\n"))
+        #expect(text.contains("atsgate_tls_key_exchange_total{app=\"lab\",group=\"X25519MLKEM768\",pq_offered=\"true\"} 3\n"), "\(text)")
+        #expect(text.contains("atsgate_tls_key_exchange_total{app=\"lab\",group=\"x25519\",pq_offered=\"true\"} 2\n"))
+        #expect(text.contains("atsgate_tls_key_exchange_total{app=\"\",group=\"\",pq_offered=\"false\"} 1\n"))
+
+        let snapshot = LivePage.snapshot(metrics: metrics, entries: [], through: 0)
+        #expect(snapshot.contains(#"{"app":"lab","group":"X25519MLKEM768","pq_offered":true,"count":3}"#), "\(snapshot)")
+        #expect(snapshot.contains(#""pq_groups":["MLKEM1024","MLKEM512","MLKEM768","SecP256r1Kyber768Draft00","#))
+        #expect(snapshot.contains(#""X25519MLKEM768""#) && !snapshot.contains(#""pq_groups":["x25519""#))
     }
 
     /// Label values are escaped as the exposition format requires: an app ID with a quote, a

@@ -149,16 +149,22 @@ final class TLSOrigin {
 
     init(extraArguments: [String] = []) throws {
         directory = try TemporaryDirectory()
+        let (cert, key) = try Self.selfSigned(in: directory)
+        port = try freePort()
+        process = try BackgroundProcess("/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)",
+            "-cert", cert, "-key", key, "-www", "-quiet"] + extraArguments)
+        try waitUntilListening(port)
+    }
+
+    /// A self-signed RSA-2048 certificate for `tls.test`: cert.pem and key.pem in `directory`.
+    static func selfSigned(in directory: TemporaryDirectory) throws -> (certificate: String, key: String) {
         let key = directory.url.appendingPathComponent("key.pem").path
         let cert = directory.url.appendingPathComponent("cert.pem").path
         let made = try Subprocess.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes",
             "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=tls.test",
             "-addext", "subjectAltName=DNS:tls.test"])
         guard made.status == 0 else { throw HarnessError("openssl req: \(made.stderr)") }
-        port = try freePort()
-        process = try BackgroundProcess("/usr/bin/openssl", ["s_server", "-accept", "127.0.0.1:\(port)",
-            "-cert", cert, "-key", key, "-www", "-quiet"] + extraArguments)
-        try waitUntilListening(port)
+        return (cert, key)
     }
 }
 

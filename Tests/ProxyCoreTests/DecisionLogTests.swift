@@ -3,6 +3,7 @@ import Foundation
 import Testing
 @testable import HTTP1
 @testable import ProxyCore
+import TLSWire
 
 /// The decision log's JSON lines are written straight into bytes; they must say exactly what the
 /// record's JSON object says, and parse as that object.
@@ -55,7 +56,10 @@ import Testing
         negative.durationMilliseconds = -3.5
         var negativeZero = exception // a clock stepped back by less than half a microsecond
         negativeZero.durationMilliseconds = -0.000_4
-        return [plain, proxyAnswer, tls, exception, negative, negativeZero]
+        tls.keyExchange = KeyExchangeFacts(group: .x25519MLKEM768, postQuantumOffered: true)
+        var rsa = exception // TLS 1.2 without (EC)DHE: a key exchange with no group
+        rsa.keyExchange = KeyExchangeFacts(group: nil, postQuantumOffered: false)
+        return [plain, proxyAnswer, tls, exception, negative, negativeZero, rsa]
     }
 
     @Test func jsonLinesMatchTheRecordsJSONObject() throws {
@@ -99,5 +103,35 @@ import Testing
         #expect(objects[3]["minimum_tls_version"] as? String == "TLSv1.0")
         #expect(objects[3]["exception"] as? String == "legacy.example")
         #expect(objects[4]["duration_ms"] as? Double == -3.5)
+        #expect(objects[2]["key_exchange"] as? String == "X25519MLKEM768")
+        #expect(objects[2]["pq_offered"] as? Bool == true)
+        #expect(objects[6]["key_exchange"] is NSNull, "present, and null: the handshake had no group")
+        #expect(objects[6]["pq_offered"] as? Bool == false)
+        #expect(objects[0]["key_exchange"] == nil && objects[0]["pq_offered"] == nil, "not an inspected handshake")
+    }
+
+    @Test func theJournalNamesTheKeyExchangeAndLeavesOutANullOne() throws {
+        let records = try Self.records()
+        let tls = Dictionary(records[2].journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })
+        #expect(tls["ATS_KEY_EXCHANGE"] == "X25519MLKEM768")
+        #expect(tls["ATS_PQ_OFFERED"] == "true")
+        let rsa = Dictionary(records[6].journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })
+        #expect(rsa["ATS_KEY_EXCHANGE"] == nil)
+        #expect(rsa["ATS_PQ_OFFERED"] == "false")
+    }
+
+    @Test func theMetricsCountKeyExchangesByAppGroupAndOffer() throws {
+        var records = try Self.records()
+        records[2].app = "com.example.lab"
+        var metrics = LoopMetrics()
+        for record in records + [records[2]] { metrics.count(record) }
+        #expect(metrics.keyExchanges == [
+            LoopMetrics.KeyExchangeKey(app: "com.example.lab", group: .x25519MLKEM768, postQuantumOffered: true): 2,
+            LoopMetrics.KeyExchangeKey(app: "", group: nil, postQuantumOffered: false): 1,
+        ])
+        var total = LoopMetrics()
+        total.add(metrics)
+        total.add(metrics)
+        #expect(total.keyExchanges.values.reduce(0, +) == 6)
     }
 }

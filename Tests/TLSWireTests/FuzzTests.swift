@@ -42,10 +42,15 @@ struct FuzzTests {
     /// did not hold (empty when all is well). Plain checks rather than `#expect`, which is costly in
     /// loops of this size.
     static func parseAll(_ messages: [HandshakeMessage]) -> [String] {
-        messages.flatMap { message in
-            (message.body.count <= TLSHandshakeReader.defaultMaximumMessageLength ? [] : ["body over the limit"])
+        var tracker = KeyExchangeTracker()
+        var broken = messages.flatMap { message in
+            tracker.observe(message)
+            return (message.body.count <= TLSHandshakeReader.defaultMaximumMessageLength ? [] : ["body over the limit"])
                 + parse(body: message.body)
         }
+        if case .group(let group) = tracker.outcome, tracker.group != group { broken.append("tracker group") }
+        if tracker.outcome == .noGroup, tracker.group != nil { broken.append("tracker group without one") }
+        return broken
     }
 
     static func parse(body: [UInt8]) -> [String] {
@@ -56,9 +61,32 @@ struct FuzzTests {
             if let name = hello.serverName, name.utf8.count > 255 || name.utf8.contains(0) {
                 broken.append("ClientHello server name")
             }
+            if hello.supportedGroups.count > 64 || hello.keyShares.count > 16 { broken.append("ClientHello group bounds") }
+            if hello.keyShares.contains(where: { $0.keyExchangeLength < 1 })
+                || hello.keyShares.reduce(0, { $0 + $1.keyExchangeLength }) > body.count {
+                broken.append("ClientHello key share sizes")
+            }
+            if (hello.supportedGroups + hello.keyShares.map(\.group)).contains(where: \.isPostQuantum) && !hello.offersPostQuantum {
+                broken.append("ClientHello post-quantum offer")
+            }
         }
         if let hello = try? ServerHello(body: body) {
             if hello.random.count != 32 || hello.sessionID.count > 32 { broken.append("ServerHello fixed fields") }
+            if let share = hello.serverShare, share.group != hello.selectedGroup || share.keyExchangeLength > body.count {
+                broken.append("ServerHello share")
+            }
+            if hello.isHelloRetryRequest && hello.serverShare != nil { broken.append("HelloRetryRequest with a share") }
+            if hello.keyExchangeError != nil && hello.selectedGroup != nil { broken.append("ServerHello group despite an error") }
+        }
+        for method in [ServerKeyExchange.Method.ecdhe, .ecdhePSK, .dhe, .dhePSK] {
+            if let exchange = try? ServerKeyExchange(body: body, method: method) {
+                if exchange.publicKeyLength > body.count || (exchange.dhPrimeBits ?? 0) > body.count * 8 {
+                    broken.append("ServerKeyExchange sizes")
+                }
+                if (method == .ecdhe || method == .ecdhePSK) != (exchange.dhPrimeBits == nil) {
+                    broken.append("ServerKeyExchange kind")
+                }
+            }
         }
         for format in [CertificateMessage.Format.tls12, .tls13] {
             if let certificate = try? CertificateMessage(body: body, format: format) {
@@ -96,7 +124,7 @@ struct FuzzTests {
         var bodies: [[UInt8]] = []
         for capture in C.all {
             for message in capture.clientTranscript.messages + capture.serverTranscript.messages
-            where [.clientHello, .serverHello, .certificate].contains(message.type) {
+            where [.clientHello, .serverHello, .certificate, .serverKeyExchange].contains(message.type) {
                 bodies.append(message.body)
             }
         }
