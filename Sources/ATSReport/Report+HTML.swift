@@ -179,7 +179,7 @@ enum HTMLPage {
 /// Charts drawn as inline SVG: no script, no external asset.
 enum HTMLCharts {
     static let colors: [LoggedAction: String] = [
-        .allow: "#1a7f37", .block: "#cf222e", .upgrade: "#0969da", .error: "#bc4c00", .other: "#8c959f",
+        .allow: "#1a7f37", .block: "#cf222e", .upgrade: "#0969da", .error: "#bc4c00", .captured: "#8250df", .other: "#8c959f",
     ]
 
     /// Stacked bars of decisions per time slot (at most 60 slots over the logs' span), by action.

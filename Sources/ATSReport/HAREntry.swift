@@ -1,0 +1,148 @@
+/// The values of one HAR entry the report reads, as the parser found them (escapes decoded). The
+/// buffers are reused from entry to entry.
+struct HAREntry {
+    /// The entry's number in `log.entries`, from 1, and the byte offset where it starts.
+    var index = 0
+    var offset = 0
+    var notAnObject = false
+    var hasStarted = false
+    var hasURL = false
+    var started: [UInt8] = []
+    var method: [UInt8] = []
+    var url: [UInt8] = []
+    var status: Int?
+    /// `response._error` (Chrome's `net::ERR_…`, mitmproxy's message).
+    var error: [UInt8] = []
+    /// `_securityDetails`: `TLS 1.3`, and in Chrome's DevTools protocol shape `AES_128_GCM`, `ECDHE_RSA`,
+    /// `HMAC-SHA1`, `X25519MLKEM768`.
+    var tlsProtocol: [UInt8] = []
+    var cipher: [UInt8] = []
+    var keyExchange: [UInt8] = []
+    var keyExchangeGroup: [UInt8] = []
+    var mac: [UInt8] = []
+
+    mutating func reset(index: Int, offset: Int) {
+        self.index = index
+        self.offset = offset
+        notAnObject = false
+        hasStarted = false
+        hasURL = false
+        status = nil
+        for keyPath in [\HAREntry.started, \.method, \.url, \.error, \.tlsProtocol, \.cipher, \.keyExchange,
+                        \.keyExchangeGroup, \.mac] {
+            self[keyPath: keyPath].removeAll(keepingCapacity: true)
+        }
+    }
+}
+
+/// A request URL's destination as the proxy would log it: the scheme (WebSocket schemes as their
+/// HTTP counterparts, which ATS treats alike), the host lowercased without brackets or a trailing
+/// dot, and the port (the scheme's default when the URL has none).
+struct URLDestination: Equatable {
+    var scheme: String
+    var host: String
+    var port: Int
+
+    enum Refusal: Error, Equatable {
+        /// Not a network load: `data:`, `blob:`, `about:`, an extension's scheme.
+        case notHTTP(String)
+        case malformed(String)
+    }
+
+    static func parse(_ url: [UInt8]) -> Result<URLDestination, Refusal> {
+        guard let colon = url.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return .failure(.malformed("no scheme")) }
+        let scheme = String(decoding: url[..<colon], as: UTF8.self).lowercased()
+        let (mapped, defaultPort): (String, Int)
+        switch scheme {
+        case "http", "ws": (mapped, defaultPort) = ("http", 80)
+        case "https", "wss": (mapped, defaultPort) = ("https", 443)
+        default: return .failure(.notHTTP(scheme))
+        }
+        var rest = url[(colon + 1)...]
+        guard rest.starts(with: "//".utf8) else { return .failure(.malformed("no //authority")) }
+        rest = rest.dropFirst(2)
+        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        var authority = rest[..<(authorityEnd ?? rest.endIndex)]
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        var hostBytes: ArraySlice<UInt8>
+        var portBytes: ArraySlice<UInt8> = []
+        if authority.first == UInt8(ascii: "[") {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return .failure(.malformed("unclosed [")) }
+            hostBytes = authority[(authority.startIndex + 1)..<close]
+            let after = authority[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { return .failure(.malformed("bytes after ]")) }
+                portBytes = after.dropFirst()
+            }
+        } else if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
+            hostBytes = authority[..<portColon]
+            portBytes = authority[(portColon + 1)...]
+        } else {
+            hostBytes = authority
+        }
+        var host = String(decoding: hostBytes, as: UTF8.self).lowercased()
+        if host.hasSuffix(".") { host.removeLast() }
+        guard !host.isEmpty else { return .failure(.malformed("no host")) }
+        var port = defaultPort
+        if !portBytes.isEmpty {
+            guard portBytes.count <= 5, portBytes.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let value = Int(String(decoding: portBytes, as: UTF8.self)), (1...65535).contains(value) else {
+                return .failure(.malformed("port is not 1-65535"))
+            }
+            port = value
+        }
+        return .success(URLDestination(scheme: mapped, host: host, port: port))
+    }
+}
+
+/// What a HAR's `_securityDetails` says in the decision log's words.
+enum HARSecurity {
+    /// `TLS 1.3` -> `TLSv1.3`; QUIC (HTTP/3) is TLS 1.3. Nil for a name this version does not know.
+    static func tlsVersion(_ text: String) -> String? {
+        switch text.uppercased() {
+        case "TLS 1.3", "TLSV1.3", "QUIC": "TLSv1.3"
+        case "TLS 1.2", "TLSV1.2": "TLSv1.2"
+        case "TLS 1.1", "TLSV1.1": "TLSv1.1"
+        case "TLS 1", "TLS 1.0", "TLSV1", "TLSV1.0": "TLSv1.0"
+        case "SSL 3", "SSL 3.0", "SSLV3": "SSLv3"
+        default: nil
+        }
+    }
+
+    /// The IANA suite name (as the log writes it) from Chrome's parts: `ECDHE_RSA` + `AES_128_GCM` ->
+    /// `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`; TLS 1.3's suites have no key exchange part. A name that
+    /// already is an IANA name is kept. Nil when the parts name no suite the table knows.
+    static func suite(cipher: String, keyExchange: String, mac: String, version: String?) -> String? {
+        if cipher.hasPrefix("TLS_") { return DestinationJudge.suiteCode(cipher) != nil ? cipher : nil }
+        let cipher = cipher.uppercased()
+        guard !cipher.isEmpty else { return nil }
+        var hash: String
+        switch mac.uppercased() {
+        case "HMAC-SHA1": hash = "SHA"
+        case "HMAC-SHA256": hash = "SHA256"
+        case "HMAC-SHA384": hash = "SHA384"
+        case "": hash = cipher.contains("256_GCM") ? "SHA384" : "SHA256"
+        default: return nil
+        }
+        let name: String
+        if version == "TLSv1.3" || keyExchange.isEmpty {
+            name = "TLS_\(cipher)_\(hash)"
+        } else {
+            if cipher == "3DES_EDE_CBC" { hash = "SHA" }
+            name = "TLS_\(keyExchange.uppercased())_WITH_\(cipher)_\(hash)"
+        }
+        return DestinationJudge.suiteCode(name) != nil ? name : nil
+    }
+
+    /// Chrome's group names in the IANA registry's spelling the log uses (`P-256` -> `secp256r1`).
+    static func group(_ text: String) -> String {
+        switch text {
+        case "X25519": "x25519"
+        case "X448": "x448"
+        case "P-256": "secp256r1"
+        case "P-384": "secp384r1"
+        case "P-521": "secp521r1"
+        default: text
+        }
+    }
+}
