@@ -114,11 +114,15 @@ public struct ReportSettings: Sendable {
     public var requireQuantumSecure = false
     /// `--baseline`: only findings it does not have count.
     public var baseline: Baseline?
+    /// `--allow-incomplete`: logs that lost decisions are judged anyway (still shown, never an error).
+    public var allowIncomplete = false
 
-    public init(consolidate: Bool = false, requireQuantumSecure: Bool = false, baseline: Baseline? = nil) {
+    public init(consolidate: Bool = false, requireQuantumSecure: Bool = false, baseline: Baseline? = nil,
+                allowIncomplete: Bool = false) {
         self.consolidate = consolidate
         self.requireQuantumSecure = requireQuantumSecure
         self.baseline = baseline
+        self.allowIncomplete = allowIncomplete
     }
 }
 
