@@ -14,11 +14,11 @@ enum HARFile {
         return String(name)
     }
 
-    static func read(_ path: String, app: String) throws(LogReadError) -> TrafficSummary {
+    static func read(_ path: String, app: String, bufferSize: Int = LogReader.chunkSize) throws(LogReadError) -> TrafficSummary {
         var builder = TrafficSummaryBuilder()
         builder.beginHAR(path: path, app: app)
         let source = try ByteSource(path: path)
-        var parser = HARParser(source: source)
+        var parser = HARParser(source: source, bufferSize: bufferSize)
         defer { parser.close() }
         try parser.parse { builder.ingest(entry: $0) }
         builder.setCreator(parser.creator)

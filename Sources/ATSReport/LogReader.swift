@@ -13,7 +13,7 @@ public struct LogReadError: Error, CustomStringConvertible, Sendable {
 /// lines are handed over inside the buffer they were read into.
 public struct LogReader: Sendable {
     /// Bytes read per system call.
-    static let chunkSize = 1 << 20
+    public static let chunkSize = 1 << 20
 
     public init() {}
 

@@ -118,7 +118,8 @@ extension AppReport {
             let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             out += "<tr><td class=\"url\"><code>\(e(traffic.url))</code></td><td class=\"n\">\(traffic.records)</td>"
             out += "<td>\(e(actions.joined(separator: ", ")))</td><td>\(e(reasons.joined(separator: ", ")))</td>"
-            out += "<td><small>\((traffic.tlsVersions + traffic.ciphers).map(e).joined(separator: "<br>"))</small></td>"
+            let groups = traffic.keyExchanges.isEmpty ? [] : traffic.keyExchangeGroups
+            out += "<td><small>\((traffic.tlsVersions + traffic.ciphers + groups).map(e).joined(separator: "<br>"))</small></td>"
             out += "<td>\(e(destination.decision?.exception?.entry.displayName ?? "-"))</td>"
             out += "<td class=\"time\">\(HTMLPage.time(traffic.firstTime))<br>\(HTMLPage.time(traffic.lastTime))</td>"
             out += destination.isBlocked ? "<td><span class=\"tag bad\">block</span></td>" : "<td><span class=\"tag ok\">ok</span></td>"

@@ -66,6 +66,11 @@ public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
 public struct Handshake: Hashable, Sendable {
     public var version: String
     public var cipher: String?
+
+    public init(version: String, cipher: String?) {
+        self.version = version
+        self.cipher = cipher
+    }
 }
 
 /// One key exchange seen for a destination: the group the server chose (nil: none, as in TLS 1.2 with
@@ -73,6 +78,11 @@ public struct Handshake: Hashable, Sendable {
 public struct KeyExchange: Hashable, Sendable {
     public var group: String?
     public var pqOffered: Bool?
+
+    public init(group: String?, pqOffered: Bool?) {
+        self.group = group
+        self.pqOffered = pqOffered
+    }
 }
 
 /// What the logs recorded for one destination (scheme, host, port) of one app.
@@ -263,8 +273,10 @@ public struct TrafficSummary: Sendable {
     /// A large plain file is cut at line boundaries into one part per core, read in parallel, and the
     /// parts' summaries merged (the summary does not depend on the order of records, so this is the
     /// same result as one pass).
+    /// (`harBuffer` is the HAR parser's read buffer: its size never changes the result, which tests check.)
     public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-                            parallelMinimum: Int = 32 << 20) throws(LogReadError) -> TrafficSummary {
+                            parallelMinimum: Int = 32 << 20, harBuffer: Int = LogReader.chunkSize)
+        throws(LogReadError) -> TrafficSummary {
         let reader = LogReader()
         var summary = TrafficSummary()
         for argument in paths {
@@ -276,7 +288,7 @@ public struct TrafficSummary: Sendable {
             }
             for file in try reader.expand([path]) {
                 if HARFile.isHAR(file) {
-                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file)))
+                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file), bufferSize: harBuffer))
                 } else {
                     try readLog(file, reader: reader, parallelism: parallelism, parallelMinimum: parallelMinimum,
                                 into: &summary)

@@ -107,10 +107,17 @@ import TestSupport
         // Cleartext with an exception, and to a host a built-in covers: allowed.
         #expect(try destination("http://legacy.example.com:\(port)")["exception"] as? String == "legacy.example.com")
         #expect(try destination("http://setup.icloud.com:\(port)")["exception"] as? String == "builtin:setup.icloud.com")
-        // Cleartext without: an entry for the host; two subdomains of one parent: the parent.
+        // Cleartext without: an entry for the host; two subdomains of one parent: each its own entry, and
+        // the parent as the alternative, with what it covers and what else it opens.
         #expect(try changes("http://api.example.com:\(port)") == ["NSExceptionAllowsInsecureHTTPLoads=YES for api.example.com"])
-        #expect(try changes("http://a.media.example.net:\(port)") == ["NSIncludesSubdomains=YES for media.example.net",
-                                                                     "NSExceptionAllowsInsecureHTTPLoads=YES for media.example.net"])
+        #expect(try changes("http://a.media.example.net:\(port)") == ["NSExceptionAllowsInsecureHTTPLoads=YES for a.media.example.net"])
+        let alternative = try #require((try destination("http://b.media.example.net:\(port)")["fix"] as? [String: Any])?["alternative"]
+            as? [String: Any])
+        #expect(alternative["parent"] as? String == "media.example.net")
+        #expect((alternative["changes"] as? [[String: Any]])?.compactMap { $0["change"] as? String }
+                == ["NSIncludesSubdomains=YES for media.example.net", "NSExceptionAllowsInsecureHTTPLoads=YES for media.example.net"])
+        #expect(alternative["destinations"] as? Int == 2)
+        #expect((alternative["opens"] as? String)?.contains("every other subdomain") == true)
         // The handshakes: the version seen, forward secrecy off; both on the one entry for 127.0.0.1.
         #expect(try changes("https://127.0.0.1:\(recorded.tls10)").contains("NSExceptionMinimumTLSVersion=TLSv1.0 for 127.0.0.1"))
         #expect(try changes("https://127.0.0.1:\(recorded.noForwardSecrecy)").contains("NSExceptionRequiresForwardSecrecy=NO for 127.0.0.1"))
