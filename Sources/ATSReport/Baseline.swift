@@ -20,6 +20,13 @@ public struct AbsentFinding: Sendable, Equatable {
     /// The block reasons that went (would-block only).
     public var reasons: [String]
 
+    public init(rule: String, app: String, subject: String, reasons: [String]) {
+        self.rule = rule
+        self.app = app
+        self.subject = subject
+        self.reasons = reasons
+    }
+
     /// One line: `http://api.example.com:80 is no longer blocked (cleartext-http)`.
     public var summary: String {
         switch rule {
