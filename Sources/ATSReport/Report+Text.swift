@@ -54,16 +54,16 @@ extension Report {
 }
 
 extension InputStats {
-    /// `cap.har: 2 of 6 entries skipped (1 no request.url, 1 not an http(s) load (data:); first: entry 4)`.
+    /// `cap.har: 2 of 6 entries skipped (entry 4: no request.url; in all: 1 no request.url, 1 not an http(s) load (data:))`.
     public var skippedDescription: String? {
         let count = notRecords + missingFields
         guard count > 0 else { return nil }
         var text = "\(path): \(count) of \(lines) \(units) skipped"
         let named = skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
         if let first = firstSkipped {
-            text += named.count > 1
-                ? " (" + named.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + "; first: \(unit) \(first.line))"
-                : " (\(unit) \(first.line): \(first.why))"
+            text += " (\(unit) \(first.line): \(first.why)"
+            if named.count > 1 { text += "; in all: " + named.map { "\($0.value) \($0.key)" }.joined(separator: ", ") }
+            text += ")"
         }
         return text
     }
