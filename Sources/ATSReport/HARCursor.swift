@@ -1,0 +1,266 @@
+/// A cursor over a JSON document read from a `ByteSource` one buffer at a time: the byte-level half of
+/// the HAR parser. It reads keys and the values it is asked for into the caller's buffers (bounded),
+/// skips every other value (strings eight bytes at a time, containers with their brackets checked for
+/// balance), and its errors carry the byte offset in the stream.
+struct HARCursor {
+    private let source: ByteSource
+    private let buffer: UnsafeMutableRawBufferPointer
+    private let bytes: UnsafeMutablePointer<UInt8>
+    private var position = 0
+    private var end = 0
+    /// The stream offset of `bytes[0]`.
+    private var base = 0
+    /// The key `member` read last.
+    private var keyBuffer: [UInt8] = []
+    private var skipStack: [UInt8] = []
+
+    /// Nesting deeper than this in a skipped value is refused rather than tracked without bound.
+    static let depthLimit = 10_000
+
+    init(source: ByteSource, bufferSize: Int) {
+        self.source = source
+        buffer = .allocate(byteCount: bufferSize, alignment: 16)
+        bytes = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+    }
+
+    /// Frees the read buffer (the cursor is a value; its owner ends it once).
+    func close() { buffer.deallocate() }
+
+    /// The stream offset of the next byte.
+    var offset: Int { base + position }
+
+    /// Takes the byte `peek` returned.
+    mutating func advance() { position += 1 }
+
+    // MARK: structure
+
+    /// Moves to the next member of an object: false at its closing brace; otherwise the key is in
+    /// `keyBuffer` and the cursor at its value.
+    mutating func member(_ first: inout Bool, in context: String) throws(LogReadError) -> Bool {
+        skipWhitespace()
+        guard let next = try peek() else { throw truncated(context) }
+        if next == UInt8(ascii: "}") { position += 1; return false }
+        if !first {
+            guard next == UInt8(ascii: ",") else { throw syntax("expected , or } in \(context)") }
+            position += 1
+            skipWhitespace()
+        }
+        first = false
+        guard try peek() == UInt8(ascii: "\"") else { throw syntax("expected a key in \(context)") }
+        var key = keyBuffer
+        keyBuffer = []
+        defer { keyBuffer = key }
+        try readString(into: &key, limit: 64)
+        skipWhitespace()
+        guard try peek() == UInt8(ascii: ":") else { throw syntax("expected : after a key in \(context)") }
+        position += 1
+        skipWhitespace()
+        return true
+    }
+
+    func key(_ name: StaticString) -> Bool {
+        keyBuffer.count == name.utf8CodeUnitCount
+            && keyBuffer.withUnsafeBytes { memcmp($0.baseAddress!, name.utf8Start, name.utf8CodeUnitCount) == 0 }
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(LogReadError) {
+        skipWhitespace()
+        guard let next = try peek() else { throw truncated(what) }
+        guard next == byte else { throw syntax("expected \(what)") }
+        position += 1
+    }
+
+    /// The next byte without taking it; nil at the end of the input.
+    mutating func peek() throws(LogReadError) -> UInt8? {
+        if position == end, !(try refill()) { return nil }
+        return bytes[position]
+    }
+
+    mutating func refill() throws(LogReadError) -> Bool {
+        base += end
+        position = 0
+        end = try source.read(into: buffer)
+        return end > 0
+    }
+
+    /// Skips spaces, tabs and newlines, across buffers (errors surface at the next peek).
+    mutating func skipWhitespace() {
+        while true {
+            while position < end {
+                switch bytes[position] {
+                case 0x20, 0x09, 0x0A, 0x0D: position += 1
+                default: return
+                }
+            }
+            guard (try? refill()) == true else { return }
+        }
+    }
+
+    // MARK: values
+
+    /// A string value into `out` (escapes decoded, at most `limit` bytes kept); false for null or a
+    /// value of another type (skipped), which the entry then lacks.
+    @discardableResult
+    mutating func readString(into out: inout [UInt8], limit: Int) throws(LogReadError) -> Bool {
+        out.removeAll(keepingCapacity: true)
+        guard try peek() == UInt8(ascii: "\"") else {
+            try skipValue()
+            return false
+        }
+        position += 1
+        var escaped = false
+        while true {
+            if position == end, !(try refill()) { throw truncated("a string") }
+            let stop = nextQuoteOrBackslash()
+            if out.count < limit {
+                let take = min(stop - position, limit - out.count)
+                out.append(contentsOf: UnsafeBufferPointer(start: bytes + position, count: take))
+            }
+            position = stop
+            guard position < end else { continue }
+            if bytes[position] == UInt8(ascii: "\"") {
+                position += 1
+                break
+            }
+            // A backslash and the byte it escapes, kept as they are and decoded at the end.
+            escaped = true
+            position += 1
+            if position == end, !(try refill()) { throw truncated("a string") }
+            if out.count + 1 < limit { out.append(UInt8(ascii: "\\")); out.append(bytes[position]) }
+            position += 1
+        }
+        if escaped {
+            let decoded = out.withUnsafeBytes { RecordScanner.unescape($0) }
+            out.removeAll(keepingCapacity: true)
+            out.append(contentsOf: decoded.utf8)
+        }
+        return true
+    }
+
+    /// The offset in the buffer of the next `"` or `\\` from the cursor, or `end`; eight bytes at a time.
+    func nextQuoteOrBackslash() -> Int {
+        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
+        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
+        var offset = position
+        while offset + 8 <= end {
+            let word = UInt64(littleEndian: UnsafeRawPointer(bytes + offset).loadUnaligned(as: UInt64.self))
+            let q = word ^ quotes, b = word ^ backslashes
+            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
+            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
+            offset += 8
+        }
+        while offset < end {
+            let byte = bytes[offset]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
+            offset += 1
+        }
+        return end
+    }
+
+    mutating func skipString() throws(LogReadError) {
+        position += 1
+        while true {
+            if position == end, !(try refill()) { throw truncated("a string") }
+            position = nextQuoteOrBackslash()
+            guard position < end else { continue }
+            if bytes[position] == UInt8(ascii: "\"") {
+                position += 1
+                return
+            }
+            position += 1
+            if position == end, !(try refill()) { throw truncated("a string") }
+            position += 1
+        }
+    }
+
+    /// A number that is a whole number (`200`, `-1`); nil for other values, which are skipped.
+    mutating func readInteger() throws(LogReadError) -> Int? {
+        guard let first = try peek(), first == UInt8(ascii: "-") || (0x30...0x39).contains(first) else {
+            try skipValue()
+            return nil
+        }
+        var value = 0
+        var negative = false
+        var integral = true
+        var digits = 0
+        while true {
+            if position == end, !(try refill()) { break }
+            let byte = bytes[position]
+            switch byte {
+            case 0x30...0x39:
+                if digits < 18 { value = value * 10 + Int(byte - 0x30) }
+                digits += 1
+            case UInt8(ascii: "-") where digits == 0 && !negative: negative = true
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "+"), UInt8(ascii: "-"): integral = false
+            default:
+                return integral && digits > 0 ? (negative ? -value : value) : nil
+            }
+            position += 1
+        }
+        return integral && digits > 0 ? (negative ? -value : value) : nil
+    }
+
+    /// Skips any value: strings, numbers and literals, and objects and arrays with their brackets
+    /// checked for balance (their commas and colons are not: nothing in them is read).
+    mutating func skipValue() throws(LogReadError) {
+        guard let first = try peek() else { throw truncated("a value") }
+        switch first {
+        case UInt8(ascii: "\""):
+            try skipString()
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            skipStack.removeAll(keepingCapacity: true)
+            while true {
+                if position == end, !(try refill()) { throw truncated("a nested value") }
+                let byte = bytes[position]
+                switch byte {
+                case UInt8(ascii: "\""):
+                    try skipString()
+                    continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    guard skipStack.count < HARCursor.depthLimit else { throw syntax("nested deeper than \(HARCursor.depthLimit) levels") }
+                    skipStack.append(byte == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    guard skipStack.last == byte else { throw syntax("unbalanced \(Character(UnicodeScalar(byte)))") }
+                    skipStack.removeLast()
+                    if skipStack.isEmpty { position += 1; return }
+                default:
+                    break
+                }
+                position += 1
+            }
+        case UInt8(ascii: "-"), 0x30...0x39, UInt8(ascii: "t"), UInt8(ascii: "f"), UInt8(ascii: "n"):
+            while true {
+                if position == end, !(try refill()) { return }
+                switch bytes[position] {
+                case UInt8(ascii: ","), UInt8(ascii: "}"), UInt8(ascii: "]"), 0x20, 0x09, 0x0A, 0x0D: return
+                case UInt8(ascii: "\""), UInt8(ascii: "{"), UInt8(ascii: "["), UInt8(ascii: ":"):
+                    throw syntax("expected a value")
+                default: position += 1
+                }
+            }
+        default:
+            throw syntax("expected a value")
+        }
+    }
+
+    // MARK: errors
+
+    var location: String {
+        let at = base + position
+        return "byte \(at)" + (source.isCompressed ? " of the decompressed stream" : "")
+    }
+
+    func syntax(_ what: String) -> LogReadError {
+        LogReadError(path: source.path, problem: "not valid HAR JSON at \(location): \(what)")
+    }
+
+    func truncated(_ inside: String) -> LogReadError {
+        LogReadError(path: source.path, problem: "truncated HAR at \(location): the file ends inside \(inside)")
+    }
+
+    func problem(_ text: String) -> LogReadError {
+        LogReadError(path: source.path, problem: text)
+    }
+}
+
+import Glibc
