@@ -111,7 +111,7 @@ struct HARCursor {
         var escaped = false
         while true {
             if position == end, !(try refill()) { throw truncated("a string") }
-            let stop = nextQuoteOrBackslash()
+            let stop = QuoteScan.next(bytes, from: position, end: end)
             if out.count < limit {
                 let take = min(stop - position, limit - out.count)
                 out.append(contentsOf: UnsafeBufferPointer(start: bytes + position, count: take))
@@ -137,31 +137,11 @@ struct HARCursor {
         return true
     }
 
-    /// The offset in the buffer of the next `"` or `\\` from the cursor, or `end`; eight bytes at a time.
-    func nextQuoteOrBackslash() -> Int {
-        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
-        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
-        var offset = position
-        while offset + 8 <= end {
-            let word = UInt64(littleEndian: UnsafeRawPointer(bytes + offset).loadUnaligned(as: UInt64.self))
-            let q = word ^ quotes, b = word ^ backslashes
-            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
-            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
-            offset += 8
-        }
-        while offset < end {
-            let byte = bytes[offset]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
-            offset += 1
-        }
-        return end
-    }
-
     mutating func skipString() throws(LogReadError) {
         position += 1
         while true {
             if position == end, !(try refill()) { throw truncated("a string") }
-            position = nextQuoteOrBackslash()
+            position = QuoteScan.next(bytes, from: position, end: end)
             guard position < end else { continue }
             if bytes[position] == UInt8(ascii: "\"") {
                 position += 1

@@ -314,7 +314,8 @@ private struct Cursor {
         let start = index
         var escaped = false
         while true {
-            guard let special = nextQuoteOrBackslash() else { return nil }
+            let special = QuoteScan.next(base, from: index, end: end)
+            guard special < end else { return nil }
             if base[special] == UInt8(ascii: "\\") {
                 escaped = true
                 index = special + 2
@@ -323,28 +324,6 @@ private struct Cursor {
             index = special + 1
             return RecordScanner.Span(start: start, count: special - start, escaped: escaped)
         }
-    }
-
-    /// The offset of the next `"` or `\\` from the cursor, eight bytes at a time (most values are short,
-    /// so a call to memchr per string cost more than the scan itself).
-    private func nextQuoteOrBackslash() -> Int? {
-        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
-        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
-        var offset = index
-        while offset + 8 <= end {
-            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
-            let q = word ^ quotes, b = word ^ backslashes
-            // A zero byte in q or b marks a match (the classic "has zero byte" test).
-            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
-            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
-            offset += 8
-        }
-        while offset < end {
-            let byte = base[offset]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
-            offset += 1
-        }
-        return nil
     }
 
     /// A string value, or null (left as `.none`).

@@ -207,15 +207,8 @@ import TestSupport
         defer { try? FileManager.default.removeItem(at: directory) }
         let original = [UInt8](try Self.har(Array(Self.sample.prefix(4))))
         var generator = SeededGenerator(seed: 21)
-        let interesting: [UInt8] = [0x22, 0x5C, 0x7B, 0x7D, 0x5B, 0x5D, 0x3A, 0x2C, 0x00, 0x0A, 0xFF, 0x20]
         for round in 0..<300 {
-            var bytes = original
-            for _ in 0..<Int.random(in: 1...4, using: &generator) {
-                let at = Int.random(in: 0..<bytes.count, using: &generator)
-                bytes[at] = Bool.random(using: &generator) ? interesting.randomElement(using: &generator)!
-                    : UInt8.random(in: 0...255, using: &generator)
-            }
-            let path = try Self.write(Data(bytes), "c\(round % 4).har", in: directory)
+            let path = try Self.write(Data(F.corrupt(original, using: &generator)), "c\(round % 4).har", in: directory)
             _ = try? TrafficSummary.read([path], harBuffer: 61)
         }
     }

@@ -50,6 +50,19 @@ enum ReportFixtures {
 }
 
 extension ReportFixtures {
+    /// `bytes` with one to four bytes replaced, by JSON's structural bytes or any byte: what a reader of
+    /// untrusted input must survive.
+    static func corrupt(_ bytes: [UInt8], using generator: inout some RandomNumberGenerator) -> [UInt8] {
+        let interesting: [UInt8] = [0x22, 0x5C, 0x7B, 0x7D, 0x5B, 0x5D, 0x3A, 0x2C, 0x00, 0x0A, 0xFF, 0x20]
+        var bytes = bytes
+        for _ in 0..<Int.random(in: 1...4, using: &generator) {
+            let at = Int.random(in: 0..<bytes.count, using: &generator)
+            bytes[at] = Bool.random(using: &generator) ? interesting.randomElement(using: &generator)!
+                : UInt8.random(in: 0...255, using: &generator)
+        }
+        return bytes
+    }
+
     /// A new directory under the system's temporary directory (the caller removes it).
     static func temporaryDirectory() throws -> URL {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-report-\(UUID().uuidString)")
