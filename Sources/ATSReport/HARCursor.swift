@@ -10,7 +10,7 @@ struct HARCursor {
     private var end = 0
     /// The stream offset of `bytes[0]`.
     private var base = 0
-    /// The key `member` read last.
+    /// A key `member` had to copy (it spanned two reads, or had escapes).
     private var keyBuffer: [UInt8] = []
     private var skipStack: [UInt8] = []
 
@@ -34,33 +34,45 @@ struct HARCursor {
 
     // MARK: structure
 
-    /// Moves to the next member of an object: false at its closing brace; otherwise the key is in
-    /// `keyBuffer` and the cursor at its value.
-    mutating func member(_ first: inout Bool, in context: String) throws(LogReadError) -> Bool {
+    /// Moves to the next member of an object and leaves the cursor at its value: the index in `names`
+    /// of its key, -1 for a key not among them, nil at the object's closing brace. A key is compared in
+    /// the read buffer where it lies whole there, and copied only when it spans two reads or has escapes.
+    mutating func member(_ first: inout Bool, _ names: [StaticString],
+                         in context: @autoclosure () -> String) throws(LogReadError) -> Int? {
         skipWhitespace()
-        guard let next = try peek() else { throw truncated(context) }
-        if next == UInt8(ascii: "}") { position += 1; return false }
+        guard let next = try peek() else { throw truncated(context()) }
+        if next == UInt8(ascii: "}") { position += 1; return nil }
         if !first {
-            guard next == UInt8(ascii: ",") else { throw syntax("expected , or } in \(context)") }
+            guard next == UInt8(ascii: ",") else { throw syntax("expected , or } in \(context())") }
             position += 1
             skipWhitespace()
         }
         first = false
-        guard try peek() == UInt8(ascii: "\"") else { throw syntax("expected a key in \(context)") }
-        var key = keyBuffer
-        keyBuffer = []
-        defer { keyBuffer = key }
-        try readString(into: &key, limit: 64)
+        guard try peek() == UInt8(ascii: "\"") else { throw syntax("expected a key in \(context())") }
+        let close = QuoteScan.next(bytes, from: position + 1, end: end)
+        var found = -1
+        if close < end, bytes[close] == UInt8(ascii: "\"") {
+            found = HARCursor.match(UnsafeRawBufferPointer(start: bytes + position + 1, count: close - position - 1), names)
+            position = close + 1
+        } else {
+            var key = keyBuffer
+            keyBuffer = []
+            defer { keyBuffer = key }
+            try readString(into: &key, limit: 64)
+            found = key.withUnsafeBytes { HARCursor.match($0, names) }
+        }
         skipWhitespace()
-        guard try peek() == UInt8(ascii: ":") else { throw syntax("expected : after a key in \(context)") }
+        guard try peek() == UInt8(ascii: ":") else { throw syntax("expected : after a key in \(context())") }
         position += 1
         skipWhitespace()
-        return true
+        return found
     }
 
-    func key(_ name: StaticString) -> Bool {
-        keyBuffer.count == name.utf8CodeUnitCount
-            && keyBuffer.withUnsafeBytes { memcmp($0.baseAddress!, name.utf8Start, name.utf8CodeUnitCount) == 0 }
+    private static func match(_ key: UnsafeRawBufferPointer, _ names: [StaticString]) -> Int {
+        for (index, name) in names.enumerated() where name.utf8CodeUnitCount == key.count {
+            if key.count == 0 || memcmp(key.baseAddress!, name.utf8Start, key.count) == 0 { return index }
+        }
+        return -1
     }
 
     mutating func expect(_ byte: UInt8, _ what: String) throws(LogReadError) {
@@ -71,6 +83,7 @@ struct HARCursor {
     }
 
     /// The next byte without taking it; nil at the end of the input.
+    @inline(__always)
     mutating func peek() throws(LogReadError) -> UInt8? {
         if position == end, !(try refill()) { return nil }
         return bytes[position]
@@ -84,7 +97,13 @@ struct HARCursor {
     }
 
     /// Skips spaces, tabs and newlines, across buffers (errors surface at the next peek).
+    @inline(__always)
     mutating func skipWhitespace() {
+        if position < end, bytes[position] > 0x20 { return }
+        skipWhitespaceAcrossReads()
+    }
+
+    private mutating func skipWhitespaceAcrossReads() {
         while true {
             while position < end {
                 switch bytes[position] {

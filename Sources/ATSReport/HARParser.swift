@@ -32,8 +32,8 @@ struct HARParser {
         try cursor.expect(UInt8(ascii: "{"), "the HAR document (a JSON object)")
         var first = true
         var sawLog = false, sawEntries = false
-        while try cursor.member(&first, in: "the HAR document") {
-            if cursor.key("log") {
+        while let key = try cursor.member(&first, ["log"], in: "the HAR document") {
+            if key == 0 {
                 sawLog = true
                 guard try cursor.peek() == UInt8(ascii: "{") else { throw cursor.syntax("log is not an object") }
                 sawEntries = try parseLog(visit) || sawEntries
@@ -52,14 +52,15 @@ struct HARParser {
         try cursor.expect(UInt8(ascii: "{"), "log")
         var first = true
         var sawEntries = false
-        while try cursor.member(&first, in: "log") {
-            if cursor.key("entries") {
+        while let key = try cursor.member(&first, ["entries", "creator"], in: "log") {
+            switch key {
+            case 0:
                 guard try cursor.peek() == UInt8(ascii: "[") else { throw cursor.syntax("log.entries is not an array") }
                 try parseEntries(visit)
                 sawEntries = true
-            } else if cursor.key("creator"), try cursor.peek() == UInt8(ascii: "{") {
+            case 1 where try cursor.peek() == UInt8(ascii: "{"):
                 try parseCreator()
-            } else {
+            default:
                 try cursor.skipValue()
             }
         }
@@ -69,10 +70,12 @@ struct HARParser {
     private mutating func parseCreator() throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "log.creator")
         var first = true
-        while try cursor.member(&first, in: "log.creator") {
-            if cursor.key("name") { try cursor.readString(into: &creatorName, limit: HARParser.valueLimit) }
-            else if cursor.key("version") { try cursor.readString(into: &creatorVersion, limit: HARParser.valueLimit) }
-            else { try cursor.skipValue() }
+        while let key = try cursor.member(&first, ["name", "version"], in: "log.creator") {
+            switch key {
+            case 0: try cursor.readString(into: &creatorName, limit: HARParser.valueLimit)
+            case 1: try cursor.readString(into: &creatorVersion, limit: HARParser.valueLimit)
+            default: try cursor.skipValue()
+            }
         }
         let name = String(decoding: creatorName, as: UTF8.self)
         creator = creatorVersion.isEmpty ? name : name + " " + String(decoding: creatorVersion, as: UTF8.self)
@@ -102,20 +105,21 @@ struct HARParser {
         }
     }
 
+    private static let entryKeys: [StaticString] = ["startedDateTime", "request", "response", "_securityDetails"]
+    private static let requestKeys: [StaticString] = ["url", "method"]
+    private static let responseKeys: [StaticString] = ["status", "_error"]
+    private static let securityKeys: [StaticString] = ["protocol", "cipher", "keyExchange", "keyExchangeGroup", "mac"]
+
     private mutating func parseEntry() throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "an entry")
         var first = true
-        while try cursor.member(&first, in: "entry \(entry.index)") {
-            if cursor.key("startedDateTime") {
-                entry.hasStarted = try cursor.readString(into: &entry.started, limit: HARParser.valueLimit)
-            } else if cursor.key("request"), try cursor.peek() == UInt8(ascii: "{") {
-                try parseRequest()
-            } else if cursor.key("response"), try cursor.peek() == UInt8(ascii: "{") {
-                try parseResponse()
-            } else if cursor.key("_securityDetails"), try cursor.peek() == UInt8(ascii: "{") {
-                try parseSecurityDetails()
-            } else {
-                try cursor.skipValue()
+        while let key = try cursor.member(&first, HARParser.entryKeys, in: "entry \(entry.index)") {
+            switch key {
+            case 0: entry.hasStarted = try cursor.readString(into: &entry.started, limit: HARParser.valueLimit)
+            case 1 where try cursor.peek() == UInt8(ascii: "{"): try parseRequest()
+            case 2 where try cursor.peek() == UInt8(ascii: "{"): try parseResponse()
+            case 3 where try cursor.peek() == UInt8(ascii: "{"): try parseSecurityDetails()
+            default: try cursor.skipValue()
             }
         }
     }
@@ -123,20 +127,24 @@ struct HARParser {
     private mutating func parseRequest() throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "request")
         var first = true
-        while try cursor.member(&first, in: "request") {
-            if cursor.key("url") { entry.hasURL = try cursor.readString(into: &entry.url, limit: HARParser.urlLimit) }
-            else if cursor.key("method") { try cursor.readString(into: &entry.method, limit: HARParser.valueLimit) }
-            else { try cursor.skipValue() }
+        while let key = try cursor.member(&first, HARParser.requestKeys, in: "request") {
+            switch key {
+            case 0: entry.hasURL = try cursor.readString(into: &entry.url, limit: HARParser.urlLimit)
+            case 1: try cursor.readString(into: &entry.method, limit: HARParser.valueLimit)
+            default: try cursor.skipValue()
+            }
         }
     }
 
     private mutating func parseResponse() throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "response")
         var first = true
-        while try cursor.member(&first, in: "response") {
-            if cursor.key("status") { entry.status = try cursor.readInteger() }
-            else if cursor.key("_error") { try cursor.readString(into: &entry.error, limit: HARParser.valueLimit) }
-            else { try cursor.skipValue() }
+        while let key = try cursor.member(&first, HARParser.responseKeys, in: "response") {
+            switch key {
+            case 0: entry.status = try cursor.readInteger()
+            case 1: try cursor.readString(into: &entry.error, limit: HARParser.valueLimit)
+            default: try cursor.skipValue()
+            }
         }
     }
 
@@ -145,14 +153,15 @@ struct HARParser {
     private mutating func parseSecurityDetails() throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "_securityDetails")
         var first = true
-        while try cursor.member(&first, in: "_securityDetails") {
-            if cursor.key("protocol") { try cursor.readString(into: &entry.tlsProtocol, limit: HARParser.valueLimit) }
-            else if cursor.key("cipher") { try cursor.readString(into: &entry.cipher, limit: HARParser.valueLimit) }
-            else if cursor.key("keyExchange") { try cursor.readString(into: &entry.keyExchange, limit: HARParser.valueLimit) }
-            else if cursor.key("keyExchangeGroup") { try cursor.readString(into: &entry.keyExchangeGroup, limit: HARParser.valueLimit) }
-            else if cursor.key("mac") { try cursor.readString(into: &entry.mac, limit: HARParser.valueLimit) }
-            else { try cursor.skipValue() }
+        while let key = try cursor.member(&first, HARParser.securityKeys, in: "_securityDetails") {
+            switch key {
+            case 0: try cursor.readString(into: &entry.tlsProtocol, limit: HARParser.valueLimit)
+            case 1: try cursor.readString(into: &entry.cipher, limit: HARParser.valueLimit)
+            case 2: try cursor.readString(into: &entry.keyExchange, limit: HARParser.valueLimit)
+            case 3: try cursor.readString(into: &entry.keyExchangeGroup, limit: HARParser.valueLimit)
+            case 4: try cursor.readString(into: &entry.mac, limit: HARParser.valueLimit)
+            default: try cursor.skipValue()
+            }
         }
     }
-
 }
