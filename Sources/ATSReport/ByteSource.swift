@@ -13,7 +13,8 @@ final class ByteSource {
     /// Compressed input for the inflater.
     private var compressed: UnsafeMutableRawBufferPointer?
 
-    init(path: String) throws(LogReadError) {
+    /// `from`: where to start in a plain file (a part of a parallel read); offsets stay the file's.
+    init(path: String, from start: Int = 0) throws(LogReadError) {
         self.path = path
         if path == "-" {
             fd = STDIN_FILENO
@@ -22,6 +23,13 @@ final class ByteSource {
             guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(ByteSource.errnoText())") }
         }
         isCompressed = path.hasSuffix(".gz")
+        if start > 0, !isCompressed, fd != STDIN_FILENO {
+            guard lseek(fd, off_t(start), SEEK_SET) == off_t(start) else {
+                close(fd)
+                throw LogReadError(path: path, problem: "cannot seek to byte \(start): \(ByteSource.errnoText())")
+            }
+            offset = start
+        }
         do {
             inflater = isCompressed ? try GzipInflater() : nil
         } catch {

@@ -21,6 +21,7 @@ struct HARCursor {
         self.source = source
         buffer = .allocate(byteCount: bufferSize, alignment: 16)
         bytes = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        base = source.offset
     }
 
     /// Frees the read buffer (the cursor is a value; its owner ends it once).

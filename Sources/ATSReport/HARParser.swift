@@ -10,6 +10,10 @@
 struct HARParser {
     private var cursor: HARCursor
     private var entry = HAREntry()
+    /// A part of a parallel read stops at the first entry that starts at or after this offset...
+    var stopAt = Int.max
+    /// ...and says where that was (nil when it read to the end of the document).
+    private(set) var stoppedAt: Int?
     /// `log.creator`: the tool that wrote the capture (`mitmproxy 11.0.2`).
     private(set) var creator: String?
     private var creatorName: [UInt8] = []
@@ -37,6 +41,7 @@ struct HARParser {
                 sawLog = true
                 guard try cursor.peek() == UInt8(ascii: "{") else { throw cursor.syntax("log is not an object") }
                 sawEntries = try parseLog(visit) || sawEntries
+                if stoppedAt != nil { return }
             } else {
                 try cursor.skipValue()
             }
@@ -56,8 +61,9 @@ struct HARParser {
             switch key {
             case 0:
                 guard try cursor.peek() == UInt8(ascii: "[") else { throw cursor.syntax("log.entries is not an array") }
-                try parseEntries(visit)
+                try parseEntries(visit, continuing: false)
                 sawEntries = true
+                if stoppedAt != nil { return true }
             case 1 where try cursor.peek() == UInt8(ascii: "{"):
                 try parseCreator()
             default:
@@ -81,17 +87,38 @@ struct HARParser {
         creator = creatorVersion.isEmpty ? name : name + " " + String(decoding: creatorVersion, as: UTF8.self)
     }
 
-    private mutating func parseEntries(_ visit: (HAREntry) -> Void) throws(LogReadError) {
-        try cursor.expect(UInt8(ascii: "["), "log.entries")
+    /// The rest of a document from an entry's start inside `log.entries`, as a later part of a parallel
+    /// read sees it: entries, then whatever follows them in `log` and in the document.
+    mutating func parseContinuation(_ visit: (HAREntry) -> Void) throws(LogReadError) {
+        try parseEntries(visit, continuing: true)
+        if stoppedAt != nil { return }
+        var first = false
+        while let key = try cursor.member(&first, ["creator"], in: "log") {
+            if key == 0, try cursor.peek() == UInt8(ascii: "{") { try parseCreator() } else { try cursor.skipValue() }
+        }
+        first = false
+        while try cursor.member(&first, [], in: "the HAR document") != nil { try cursor.skipValue() }
+        cursor.skipWhitespace()
+        if try cursor.peek() != nil { throw cursor.syntax("unexpected data after the HAR document") }
+    }
+
+    /// The entries array (`continuing`: from an entry's start inside it, for a later part), visiting each
+    /// entry; returns at its closing bracket, or at the first entry starting at or after `stopAt`.
+    private mutating func parseEntries(_ visit: (HAREntry) -> Void, continuing: Bool) throws(LogReadError) {
+        if !continuing { try cursor.expect(UInt8(ascii: "["), "log.entries") }
         var index = 0
         while true {
             cursor.skipWhitespace()
             guard let next = try cursor.peek() else { throw cursor.truncated("log.entries") }
-            if next == UInt8(ascii: "]") { cursor.advance(); return }
+            if next == UInt8(ascii: "]"), !(continuing && index == 0) { cursor.advance(); return }
             if index > 0 {
                 guard next == UInt8(ascii: ",") else { throw cursor.syntax("expected , or ] between entries") }
                 cursor.advance()
                 cursor.skipWhitespace()
+            }
+            if cursor.offset >= stopAt {
+                stoppedAt = cursor.offset
+                return
             }
             index += 1
             entry.reset(index: index, offset: cursor.offset)

@@ -158,7 +158,7 @@ public struct DestinationTraffic: Sendable {
 }
 
 /// The parts of a parallel read, each written by its own worker.
-private final class PartResults: @unchecked Sendable {
+final class PartResults: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [Result<TrafficSummary, LogReadError>?]
 
@@ -249,6 +249,7 @@ public struct InputStats: Sendable {
         skipped.merge(other.skipped, uniquingKeysWith: +)
         overflowRecords += other.overflowRecords
         dropped += other.dropped
+        if creator == nil { creator = other.creator }
     }
 }
 
@@ -270,9 +271,9 @@ public struct TrafficSummary: Sendable {
     /// Reads every line of `paths` (files, directories, `-`, `.gz`), and every entry of the HAR files
     /// among them (`.har`, `.har.gz`; `ID=FILE` makes its entries app ID's, else the file's name is).
     ///
-    /// A large plain file is cut at line boundaries into one part per core, read in parallel, and the
-    /// parts' summaries merged (the summary does not depend on the order of records, so this is the
-    /// same result as one pass).
+    /// A large plain file is cut at line boundaries (a HAR at entry boundaries) into one part per core,
+    /// read in parallel, and the parts' summaries merged (the summary does not depend on the order of
+    /// records, so this is the same result as one pass).
     /// (`harBuffer` is the HAR parser's read buffer: its size never changes the result, which tests check.)
     public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
                             parallelMinimum: Int = 32 << 20, harBuffer: Int = LogReader.chunkSize)
@@ -288,7 +289,8 @@ public struct TrafficSummary: Sendable {
             }
             for file in try reader.expand([path]) {
                 if HARFile.isHAR(file) {
-                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file), bufferSize: harBuffer))
+                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file), bufferSize: harBuffer,
+                                                   parallelism: parallelism, parallelMinimum: parallelMinimum))
                 } else {
                     try readLog(file, reader: reader, parallelism: parallelism, parallelMinimum: parallelMinimum,
                                 into: &summary)
@@ -325,12 +327,18 @@ public struct TrafficSummary: Sendable {
                 parts.set(index, .failure(error))
             }
         }
-        // One input for the file: counts summed, the first skipped line numbered from the file's start.
+        var summaries: [TrafficSummary] = []
+        for result in parts.results { summaries.append(try result!.get()) }
+        return join(summaries)
+    }
+
+    /// The summaries of a file's parts, in order, as one input: counts summed, the first skipped line
+    /// (or entry) numbered from the file's start.
+    static func join(_ parts: [TrafficSummary]) -> TrafficSummary {
         var whole = TrafficSummary()
         var linesBefore = 0
-        var input = InputStats(path: path)
-        for result in parts.results {
-            var part = try result!.get()
+        var input = InputStats(path: parts[0].inputs[0].path, kind: parts[0].inputs[0].kind)
+        for var part in parts {
             let stats = part.inputs[0]
             input.add(stats, linesBefore: linesBefore)
             linesBefore += stats.lines

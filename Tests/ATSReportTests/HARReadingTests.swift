@@ -120,6 +120,47 @@ import TestSupport
         #expect(cut.records == whole.records)
     }
 
+    /// A large capture is read in parts, one per thread, cut where an entry starts; the summary is the
+    /// one pass's, including when a cut lands on an object nested in an entry that opens like one (the
+    /// parts then do not meet, and the file is read again in one pass).
+    @Test(arguments: [false, true])
+    func partsReadInParallelGiveTheOnePassSummary(nestedLookAlikes: Bool) throws {
+        let directory = try F.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var entries: [[String: Any]] = []
+        for index in 0..<600 {
+            var entry = Self.sample[index % Self.sample.count]
+            entry["startedDateTime"] = entry["startedDateTime"] == nil ? nil : "2026-11-22T06:\(10 + index % 40):01.000Z"
+            // Sorted keys: every entry opens with `{"_serverPort":`; so does this nested object.
+            if nestedLookAlikes { entry["response"] = (entry["response"] as! [String: Any]).merging(["_nested": ["_serverPort": 1]]) { $1 } }
+            entries.append(entry)
+        }
+        let path = try Self.write(try Self.har(entries), "parts.har", in: directory)
+        let whole = try TrafficSummary.read([path], parallelism: 1)
+        for parts in [2, 3, 7] {
+            let cut = try TrafficSummary.read([path], parallelism: parts, parallelMinimum: 0)
+            #expect(cut.destinations.map(\.url) == whole.destinations.map(\.url))
+            #expect(cut.destinations.map(\.records) == whole.destinations.map(\.records))
+            #expect(cut.destinations.map(\.handshakes) == whole.destinations.map(\.handshakes))
+            #expect(cut.inputs.count == 1)
+            #expect(cut.inputs.first?.lines == 600 && cut.inputs.first?.records == whole.records)
+            #expect(cut.inputs.first?.skipped == whole.inputs.first?.skipped)
+            #expect(cut.inputs.first?.firstSkipped?.line == whole.inputs.first?.firstSkipped?.line, "numbered from the file's start")
+            #expect(cut.inputs.first?.creator == "WebInspector 537.36")
+        }
+        // An error in a later part is reported with its offset in the file, as one pass reports it.
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let at = bytes.count * 4 / 5
+        let brace = bytes[at...].firstIndex(of: UInt8(ascii: "}"))!
+        bytes[brace] = UInt8(ascii: "]")
+        let broken = try Self.write(Data(bytes), "broken.har", in: directory)
+        var errors: [String] = []
+        for parts in [1, 3] {
+            do { _ = try TrafficSummary.read([broken], parallelism: parts, parallelMinimum: 0) } catch { errors.append(error.description) }
+        }
+        #expect(errors.count == 2 && errors[0] == errors[1], "\(errors)")
+    }
+
     @Test func keysInAnyOrderEscapesAndWhitespaceAreRead() throws {
         let directory = try F.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
