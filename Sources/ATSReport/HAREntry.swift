@@ -35,12 +35,13 @@ struct HAREntry {
     }
 }
 
-/// A request URL's destination as the proxy would log it: the scheme (WebSocket schemes as their
-/// HTTP counterparts, which ATS treats alike), the host lowercased without brackets or a trailing
-/// dot, and the port (the scheme's default when the URL has none).
+/// A request URL's destination as the proxy would log it, found in the URL's bytes without making a
+/// String: http or https (WebSocket schemes as their HTTP counterparts, which ATS treats alike), the
+/// host's bytes (without brackets or a trailing dot; the builder lowercases them), and the port (the
+/// scheme's default when the URL has none).
 struct URLDestination: Equatable {
-    var scheme: String
-    var host: String
+    var secure: Bool
+    var host: Range<Int>
     var port: Int
 
     enum Refusal: Error, Equatable {
@@ -51,47 +52,45 @@ struct URLDestination: Equatable {
 
     static func parse(_ url: [UInt8]) -> Result<URLDestination, Refusal> {
         guard let colon = url.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return .failure(.malformed("no scheme")) }
-        let scheme = String(decoding: url[..<colon], as: UTF8.self).lowercased()
-        let (mapped, defaultPort): (String, Int)
-        switch scheme {
-        case "http", "ws": (mapped, defaultPort) = ("http", 80)
-        case "https", "wss": (mapped, defaultPort) = ("https", 443)
-        default: return .failure(.notHTTP(scheme))
+        func scheme(_ name: StaticString) -> Bool {
+            colon == name.utf8CodeUnitCount && (0..<colon).allSatisfy { url[$0] | 0x20 == name.utf8Start[$0] }
         }
-        var rest = url[(colon + 1)...]
-        guard rest.starts(with: "//".utf8) else { return .failure(.malformed("no //authority")) }
-        rest = rest.dropFirst(2)
-        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
-        var authority = rest[..<(authorityEnd ?? rest.endIndex)]
-        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
-        var hostBytes: ArraySlice<UInt8>
-        var portBytes: ArraySlice<UInt8> = []
-        if authority.first == UInt8(ascii: "[") {
-            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else { return .failure(.malformed("unclosed [")) }
-            hostBytes = authority[(authority.startIndex + 1)..<close]
-            let after = authority[(close + 1)...]
-            if !after.isEmpty {
-                guard after.first == UInt8(ascii: ":") else { return .failure(.malformed("bytes after ]")) }
-                portBytes = after.dropFirst()
+        let secure: Bool, defaultPort: Int
+        if scheme("http") || scheme("ws") { (secure, defaultPort) = (false, 80) }
+        else if scheme("https") || scheme("wss") { (secure, defaultPort) = (true, 443) }
+        else { return .failure(.notHTTP(String(decoding: url[..<colon], as: UTF8.self).lowercased())) }
+        guard url.count >= colon + 3, url[colon + 1] == UInt8(ascii: "/"), url[colon + 2] == UInt8(ascii: "/") else {
+            return .failure(.malformed("no //authority"))
+        }
+        var authority = (colon + 3)..<url.count
+        if let end = url[authority].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }) {
+            authority = authority.lowerBound..<end
+        }
+        if let at = url[authority].lastIndex(of: UInt8(ascii: "@")) { authority = (at + 1)..<authority.upperBound }
+        var host = authority
+        var portBytes = authority.upperBound..<authority.upperBound
+        if url[authority].first == UInt8(ascii: "[") {
+            guard let close = url[authority].firstIndex(of: UInt8(ascii: "]")) else { return .failure(.malformed("unclosed [")) }
+            host = (authority.lowerBound + 1)..<close
+            if close + 1 < authority.upperBound {
+                guard url[close + 1] == UInt8(ascii: ":") else { return .failure(.malformed("bytes after ]")) }
+                portBytes = (close + 2)..<authority.upperBound
             }
-        } else if let portColon = authority.lastIndex(of: UInt8(ascii: ":")) {
-            hostBytes = authority[..<portColon]
-            portBytes = authority[(portColon + 1)...]
-        } else {
-            hostBytes = authority
+        } else if let portColon = url[authority].lastIndex(of: UInt8(ascii: ":")) {
+            host = authority.lowerBound..<portColon
+            portBytes = (portColon + 1)..<authority.upperBound
         }
-        var host = String(decoding: hostBytes, as: UTF8.self).lowercased()
-        if host.hasSuffix(".") { host.removeLast() }
+        if host.count > 0, url[host.upperBound - 1] == UInt8(ascii: ".") { host = host.lowerBound..<(host.upperBound - 1) }
         guard !host.isEmpty else { return .failure(.malformed("no host")) }
         var port = defaultPort
         if !portBytes.isEmpty {
-            guard portBytes.count <= 5, portBytes.allSatisfy({ (0x30...0x39).contains($0) }),
-                  let value = Int(String(decoding: portBytes, as: UTF8.self)), (1...65535).contains(value) else {
+            guard portBytes.count <= 5, url[portBytes].allSatisfy({ (0x30...0x39).contains($0) }),
+                  case let value = url[portBytes].reduce(0, { $0 * 10 + Int($1 - 0x30) }), (1...65535).contains(value) else {
                 return .failure(.malformed("port is not 1-65535"))
             }
             port = value
         }
-        return .success(URLDestination(scheme: mapped, host: host, port: port))
+        return .success(URLDestination(secure: secure, host: host, port: port))
     }
 }
 

@@ -405,7 +405,10 @@ public struct TrafficSummaryBuilder {
     /// same path as a log's line.
     private var harApp: [UInt8] = []
     private var scratch: [UInt8] = []
-    private var lastSecurity: (key: [UInt8], version: String?, suite: String?, group: String?) = ([], nil, nil, nil)
+    /// `_securityDetails` seen so far (their fields joined by NUL), and what each means in the log's words.
+    private var securityKeys = Interner()
+    private var securityKey: [UInt8] = []
+    private var securityNames: [(version: String?, suite: String?, group: String?)] = []
 
     /// A destination's slot and an interned value: one hash per record and field, no nested arrays.
     private struct Pair: Hashable {
@@ -490,6 +493,7 @@ public struct TrafficSummaryBuilder {
         case .failure(.notHTTP(let scheme)): return skip(input, why: "not an http(s) load (\(scheme):)", notRecord: false)
         case .failure(.malformed(let why)): return skip(input, why: "request.url: \(why)", notRecord: false)
         }
+        let scheme = destination.secure ? "https" : "http"
         inputs[input].records += 1
         var line = scratch
         scratch = []
@@ -501,15 +505,16 @@ public struct TrafficSummaryBuilder {
             return RecordScanner.Span(start: start, count: line.count - start, escaped: false)
         }
         fields.app = put(harApp)
-        fields.scheme = put(destination.scheme.utf8)
-        fields.host = put(destination.host.utf8)
+        fields.scheme = put(scheme.utf8)
+        // Lowercased as the proxy logs hosts (ASCII: a URL's host is punycode).
+        fields.host = put(entry.url[destination.host].lazy.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 })
         fields.port = destination.port
         fields.action = put("captured".utf8)
         if !entry.error.isEmpty {
             let error = String(decoding: entry.error, as: UTF8.self)
             fields.reason = put((error.hasPrefix("net::") ? error : "capture-error").utf8)
         }
-        if destination.scheme == "https", !entry.tlsProtocol.isEmpty {
+        if destination.secure, !entry.tlsProtocol.isEmpty {
             let security = security(entry)
             if let version = security.version {
                 fields.tlsVersion = put(version.utf8)
@@ -524,18 +529,27 @@ public struct TrafficSummaryBuilder {
         scratch = line
     }
 
-    /// The log's names for an entry's `_securityDetails`; the last answer is kept, since a capture's
-    /// entries mostly share one or two.
+    /// The log's names for an entry's `_securityDetails`, worked out once per distinct combination (a
+    /// capture has a handful).
     private mutating func security(_ entry: HAREntry) -> (version: String?, suite: String?, group: String?) {
-        var key = entry.tlsProtocol
-        for part in [entry.cipher, entry.keyExchange, entry.mac, entry.keyExchangeGroup] { key.append(0); key += part }
-        if key == lastSecurity.key { return (lastSecurity.version, lastSecurity.suite, lastSecurity.group) }
+        securityKey.removeAll(keepingCapacity: true)
+        securityKey.append(contentsOf: entry.tlsProtocol)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.cipher)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.keyExchange)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.mac)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.keyExchangeGroup)
+        let id = securityKey.withUnsafeBytes { securityKeys.id($0) }
+        if id < securityNames.count { return securityNames[id] }
         let version = HARSecurity.tlsVersion(String(decoding: entry.tlsProtocol, as: UTF8.self))
         let suite = HARSecurity.suite(cipher: String(decoding: entry.cipher, as: UTF8.self),
                                       keyExchange: String(decoding: entry.keyExchange, as: UTF8.self),
                                       mac: String(decoding: entry.mac, as: UTF8.self), version: version)
         let group = entry.keyExchangeGroup.isEmpty ? nil : HARSecurity.group(String(decoding: entry.keyExchangeGroup, as: UTF8.self))
-        lastSecurity = (key, version, suite, group)
+        securityNames.append((version, suite, group))
         return (version, suite, group)
     }
 
