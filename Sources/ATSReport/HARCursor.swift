@@ -5,14 +5,15 @@
 struct HARCursor {
     private let source: ByteSource
     private let buffer: UnsafeMutableRawBufferPointer
-    private let bytes: UnsafeMutablePointer<UInt8>
+    private let bytes: UnsafePointer<UInt8>
     private var position = 0
     private var end = 0
     /// The stream offset of `bytes[0]`.
     private var base = 0
     /// A key `member` had to copy (it spanned two reads, or had escapes).
     private var keyBuffer: [UInt8] = []
-    private var skipStack: [UInt8] = []
+    /// The closing brackets a skipped value still owes, innermost last (`depthLimit` of them at most).
+    private let skipStack: UnsafeMutablePointer<UInt8>
 
     /// Nesting deeper than this in a skipped value is refused rather than tracked without bound.
     static let depthLimit = 10_000
@@ -20,12 +21,16 @@ struct HARCursor {
     init(source: ByteSource, bufferSize: Int) {
         self.source = source
         buffer = .allocate(byteCount: bufferSize, alignment: 16)
-        bytes = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        bytes = UnsafePointer(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
         base = source.offset
+        skipStack = .allocate(capacity: HARCursor.depthLimit)
     }
 
-    /// Frees the read buffer (the cursor is a value; its owner ends it once).
-    func close() { buffer.deallocate() }
+    /// Frees the buffers (the cursor is a value; its owner ends it once).
+    func close() {
+        buffer.deallocate()
+        skipStack.deallocate()
+    }
 
     /// The stream offset of the next byte.
     var offset: Int { base + position }
@@ -71,7 +76,9 @@ struct HARCursor {
 
     private static func match(_ key: UnsafeRawBufferPointer, _ names: [StaticString]) -> Int {
         for (index, name) in names.enumerated() where name.utf8CodeUnitCount == key.count {
-            if key.count == 0 || memcmp(key.baseAddress!, name.utf8Start, key.count) == 0 { return index }
+            if key.count == 0 { return index }
+            // The first byte decides most comparisons without a call.
+            if key[0] == name.utf8Start[0], memcmp(key.baseAddress!, name.utf8Start, key.count) == 0 { return index }
         }
         return -1
     }
@@ -208,21 +215,32 @@ struct HARCursor {
         case UInt8(ascii: "\""):
             try skipString()
         case UInt8(ascii: "{"), UInt8(ascii: "["):
-            skipStack.removeAll(keepingCapacity: true)
+            var depth = 0
             while true {
                 if position == end, !(try refill()) { throw truncated("a nested value") }
+                // Numbers, literals, colons, commas and spaces are not looked at: only strings and brackets.
+                position = QuoteScan.nextStructural(bytes, from: position, end: end)
+                if position == end { continue }
                 let byte = bytes[position]
                 switch byte {
                 case UInt8(ascii: "\""):
-                    try skipString()
+                    // The string's end in this buffer, without a call; across buffers or escapes, skipString.
+                    let stop = QuoteScan.next(bytes, from: position + 1, end: end)
+                    if stop < end, bytes[stop] == UInt8(ascii: "\"") {
+                        position = stop + 1
+                    } else {
+                        try skipString()
+                    }
                     continue
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    guard skipStack.count < HARCursor.depthLimit else { throw syntax("nested deeper than \(HARCursor.depthLimit) levels") }
-                    skipStack.append(byte == UInt8(ascii: "{") ? UInt8(ascii: "}") : UInt8(ascii: "]"))
+                    guard depth < HARCursor.depthLimit else { throw syntax("nested deeper than \(HARCursor.depthLimit) levels") }
+                    // `{` + 2 is `}`, `[` + 2 is `]`.
+                    skipStack[depth] = byte + 2
+                    depth += 1
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    guard skipStack.last == byte else { throw syntax("unbalanced \(Character(UnicodeScalar(byte)))") }
-                    skipStack.removeLast()
-                    if skipStack.isEmpty { position += 1; return }
+                    guard skipStack[depth - 1] == byte else { throw syntax("unbalanced \(Character(UnicodeScalar(byte)))") }
+                    depth -= 1
+                    if depth == 0 { position += 1; return }
                 default:
                     break
                 }

@@ -28,10 +28,16 @@ struct HAREntry {
         hasStarted = false
         hasURL = false
         status = nil
-        for keyPath in [\HAREntry.started, \.method, \.url, \.error, \.tlsProtocol, \.cipher, \.keyExchange,
-                        \.keyExchangeGroup, \.mac] {
-            self[keyPath: keyPath].removeAll(keepingCapacity: true)
-        }
+        // One by one: a loop over key paths cost a retain and release of each buffer per entry.
+        started.removeAll(keepingCapacity: true)
+        method.removeAll(keepingCapacity: true)
+        url.removeAll(keepingCapacity: true)
+        error.removeAll(keepingCapacity: true)
+        tlsProtocol.removeAll(keepingCapacity: true)
+        cipher.removeAll(keepingCapacity: true)
+        keyExchange.removeAll(keepingCapacity: true)
+        keyExchangeGroup.removeAll(keepingCapacity: true)
+        mac.removeAll(keepingCapacity: true)
     }
 }
 
