@@ -163,10 +163,12 @@ extension DestinationReport {
             ("contexts", .array(traffic.contexts.map { .string($0.rawValue) })),
             ("not_checked", .optional(notChecked)),
             ("quantum", .optional(quantum?.rawValue)),
-            ("key_exchanges", .array(traffic.keyExchanges.sorted { ($0.group ?? "", "\($0.pqOffered as Any)") < ($1.group ?? "", "\($1.pqOffered as Any)") }
-                .map { exchange in
-                    .object([("group", .optional(exchange.group)), ("pq_offered", exchange.pqOffered.map(JSONValue.bool) ?? .null)])
-                })),
+            ("key_exchanges", .array(traffic.keyExchanges.map { exchange -> (String, JSONValue) in
+                // Sorted by group, then offer (false, true, unknown), for a stable document.
+                let order = "\(exchange.group ?? "")\u{0}\(exchange.pqOffered.map { $0 ? 1 : 0 } ?? 2)"
+                return (order, .object([("group", .optional(exchange.group)),
+                                        ("pq_offered", exchange.pqOffered.map(JSONValue.bool) ?? .null)]))
+            }.sorted { $0.0 < $1.0 }.map(\.1))),
         ]
         if let decision {
             fields.append(("exception", .optional(decision.exception?.entry.displayName)))
