@@ -99,6 +99,14 @@ public struct DestinationJudge: Sendable {
                     if suite != nil || violation.reason == .tlsVersion {
                         insert(violation.reason.rawValue, violation.message)
                     }
+                    // The engine names the first rule broken; a suite without forward secrecy under an old
+                    // version breaks two, and the fix needs both keys.
+                    if violation.reason == .tlsVersion, let suite, version < 0x0303,
+                       let second = requirements.wireViolation(version: 0x0303, suite: suite, host: host,
+                                                               versionName: handshake.version, suiteName: handshake.cipher ?? "?"),
+                       second.reason == .cipherSuite {
+                        insert(second.reason.rawValue, second.message)
+                    }
                 }
             }
             for certificate in traffic.certificateFindings {

@@ -2,10 +2,14 @@ import ATSPolicy
 
 /// The narrowest change to an app's dictionary that lets a blocked destination through, or why no key can.
 public struct DestinationFix: Sendable {
-    /// The edits that concern this destination's host (shared with its other ports and schemes).
+    /// The edits that concern this destination's host (shared with its other ports and schemes): keys on
+    /// the exact host, never a parent's.
     public var changes: [PolicyChange] = []
-    /// How far the changes reach when they cover more than this host (a parent entry).
+    /// What the changes also do beyond this destination (insecure loads turn certificate checks off).
     public var scope: String?
+    /// One parent entry with NSIncludesSubdomains that would fix this host and its blocked siblings at
+    /// once: shown beside the fix, used by `--consolidate`.
+    public var alternative: ConsolidatedFix?
     /// Findings no key fixes, each with what to do instead.
     public var unfixable: [(finding: Finding, advice: String)] = []
     /// The destination was decided again under the policy with `changes`, and only `unfixable` remain.
@@ -14,6 +18,31 @@ public struct DestinationFix: Sendable {
     public var needsJustification: Bool { changes.contains(where: \.needsJustification) }
 }
 
+/// A parent entry that replaces several hosts' own entries, and what it opens besides them.
+public struct ConsolidatedFix: Sendable {
+    public var parent: String
+    public var changes: [PolicyChange]
+    /// The blocked hosts it fixes.
+    public var hosts: [String]
+    /// The recorded destinations (scheme, host, port) of those hosts.
+    public var destinations: Int
+    /// Other recorded destinations under the parent (decided exactly as before under it).
+    public var others: Int
+
+    /// What the entry opens that the recording does not need, in one sentence.
+    public var opens: String {
+        "it also allows cleartext, and turns certificate checks off, for \(parent) itself and every other "
+            + "subdomain of it, recorded or not"
+    }
+
+    /// `covers 2 recorded destinations (a.media.example.net, b.media.example.net)`.
+    public var summary: String {
+        var text = "covers \(destinations) recorded destination\(destinations == 1 ? "" : "s") ("
+            + hosts.joined(separator: ", ") + ")"
+        if others > 0 { text += " and \(others) other\(others == 1 ? "" : "s") under it, decided as before" }
+        return text
+    }
+}
 /// Computes fixes with the decision engine: each candidate change is applied to the policy and the
 /// recorded traffic decided again; a change is only suggested when that re-decision shows it works,
 /// and a parent entry only when nothing else recorded under it would be decided differently.
@@ -35,8 +64,9 @@ struct FixPlanner {
         var decision: Decision
     }
 
-    /// Fixes per destination index (nil for a destination with nothing blocked), and every change.
-    func plan() -> (fixes: [DestinationFix?], changes: [PolicyChange]) {
+    /// Fixes per destination index (nil for a destination with nothing blocked), and every change: the
+    /// narrowest (each host its own keys), and consolidated (parent entries where they apply).
+    func plan() -> (fixes: [DestinationFix?], narrowest: [PolicyChange], consolidated: [PolicyChange]) {
         // Decided once: every step below asks again about the same destinations.
         let decisions = traffic.map(judge.decide)
         let hosts = decisions.map { $0?.destination.host.description }
@@ -127,17 +157,9 @@ struct FixPlanner {
                 hostChanges[host] = entryChanges(host: host, needs: hostNeeds)
             }
         }
-        for (parent, members) in parentGroups(cleartextOnly, decisions: decisions) {
-            let changes: [PolicyChange] = [
-                .setEntryKey(domain: parent, key: ATSKey.includesSubdomains, value: .bool(true)),
-                .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
-            ]
-            for member in members {
-                hostChanges[member] = changes
-                scopes[member] = "one entry for '\(parent)' and its subdomains covers "
-                    + members.sorted().joined(separator: ", ") + "; nothing else recorded under it changes"
-                cleartextOnly.remove(member)
-            }
+        var alternatives: [String: ConsolidatedFix] = [:]
+        for group in parentGroups(cleartextOnly, decisions: decisions) {
+            for member in group.hosts { alternatives[member] = group }
         }
         for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
         // Said where it matters: insecure loads also turn certificate checks off for the host's HTTPS (R10, R15).
@@ -147,10 +169,14 @@ struct FixPlanner {
             scopes[host] = scopes[host].map { $0 + "; " + note } ?? note
         }
 
-        var all = globalChanges
-        var seen: Set<[String]> = []
+        var narrowest = globalChanges
+        var consolidated = globalChanges
+        var seen: Set<[String]> = [], seenConsolidated: Set<[String]> = []
         for host in hostChanges.keys.sorted() {
-            for change in hostChanges[host]! where seen.insert(change.keyPath).inserted { all.append(change) }
+            for change in hostChanges[host]! where seen.insert(change.keyPath).inserted { narrowest.append(change) }
+            for change in alternatives[host]?.changes ?? hostChanges[host]! where seenConsolidated.insert(change.keyPath).inserted {
+                consolidated.append(change)
+            }
         }
 
         var fixes: [DestinationFix?] = Array(repeating: nil, count: traffic.count)
@@ -163,6 +189,7 @@ struct FixPlanner {
             if case .global(_, .localNetworkingNo?)? = decision?.basis { fix.changes = globalChanges }
             if let host, let changes = hostChanges[host] { fix.changes += changes }
             fix.scope = host.flatMap { scopes[$0] }
+            fix.alternative = host.flatMap { alternatives[$0] }
             // One judge per host: a host's ports and schemes share its changes, and sit next to each other
             // (destinations are sorted by host), so only the last judge is kept.
             let cacheKey = (host ?? traffic[index].host) + (fix.changes.isEmpty ? "" : " changed")
@@ -175,7 +202,7 @@ struct FixPlanner {
             fix.verified = remaining == Set(fix.unfixable.map(\.finding.reason))
             fixes[index] = fix
         }
-        return (fixes, all)
+        return (fixes, narrowest, consolidated)
     }
 
     /// The host has an app entry of its own (an exact key), which is where its keys belong.
@@ -229,7 +256,7 @@ struct FixPlanner {
     /// Parents with NSIncludesSubdomains that can replace several hosts' own entries: the most specific
     /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
     /// cleartext block goes and every other recorded destination under it keeps its decision.
-    private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [(String, [String])] {
+    private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [ConsolidatedFix] {
         var candidates: [String: Set<String>] = [:]
         for host in hosts {
             var labels = host.split(separator: ".", omittingEmptySubsequences: false)
@@ -252,7 +279,7 @@ struct FixPlanner {
             }
         }
         var assigned: Set<String> = []
-        var groups: [(String, [String])] = []
+        var groups: [ConsolidatedFix] = []
         // Most specific first (more labels), then by name for a stable result.
         let ordered = candidates.keys.sorted {
             let a = $0.split(separator: ".").count, b = $1.split(separator: ".").count
@@ -267,11 +294,13 @@ struct FixPlanner {
             ]
             let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
             var accepted = true
+            var covered = 0
             for index in under[parent] ?? [] {
                 let recorded = traffic[index]
                 guard let before = decisions[index] else { continue }
                 let host = before.destination.host.description
                 if members.contains(host) {
+                    covered += 1
                     // Members keep nothing ATS-blocked apart from what no key fixes.
                     let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
                     if !left.isEmpty { accepted = false; break }
@@ -284,7 +313,9 @@ struct FixPlanner {
             }
             guard accepted else { continue }
             assigned.formUnion(members)
-            groups.append((parent, members.sorted()))
+            let count = under[parent]?.count ?? 0
+            groups.append(ConsolidatedFix(parent: parent, changes: changes, hosts: members.sorted(), destinations: covered,
+                                          others: count - covered))
         }
         return groups
     }

@@ -13,7 +13,7 @@ public struct LogReadError: Error, CustomStringConvertible, Sendable {
 /// lines are handed over inside the buffer they were read into.
 public struct LogReader: Sendable {
     /// Bytes read per system call.
-    static let chunkSize = 1 << 20
+    public static let chunkSize = 1 << 20
 
     public init() {}
 
@@ -48,31 +48,14 @@ public struct LogReader: Sendable {
 
     /// Calls `line` for every line of `path` (without its newline; a last line without one included).
     public func read(_ path: String, line: (UnsafeRawBufferPointer) -> Void) throws(LogReadError) {
-        let fd: Int32
-        if path == "-" {
-            fd = STDIN_FILENO
-        } else {
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(errnoText())") }
-        }
-        defer { if fd != STDIN_FILENO { close(fd) } }
+        let source = try ByteSource(path: path)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogReader.chunkSize, alignment: 16)
+        defer { buffer.deallocate() }
         var splitter = LineSplitter()
-        do {
-            if path.hasSuffix(".gz") {
-                let inflater = try GzipInflater()
-                try readChunks(fd, path: path) { chunk in
-                    try inflater.feed(chunk) { splitter.feed($0, line: line) }
-                }
-                try inflater.finish()
-            } else {
-                try readChunks(fd, path: path) { splitter.feed($0, line: line) }
-            }
-        } catch let failure as GzipInflater.Failure {
-            throw LogReadError(path: path, problem: failure.description)
-        } catch let error as LogReadError {
-            throw error
-        } catch {
-            throw LogReadError(path: path, problem: "\(error)")
+        while true {
+            let count = try source.read(into: buffer)
+            if count == 0 { break }
+            splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]), line: line)
         }
         splitter.finish(line: line)
     }
@@ -85,7 +68,7 @@ public struct LogReader: Sendable {
         guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= minimumSize else { return [] }
         let size = Int(status.st_size)
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(errnoText())") }
+        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(ByteSource.errnoText())") }
         defer { close(fd) }
         var starts = [0]
         var probe = [UInt8](repeating: 0, count: 1 << 16)
@@ -110,7 +93,7 @@ public struct LogReader: Sendable {
     /// Calls `line` for every line in `range` of a plain file (which starts at a line start).
     func read(_ path: String, range: Range<Int>, line: (UnsafeRawBufferPointer) -> Void) throws(LogReadError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(errnoText())") }
+        guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(ByteSource.errnoText())") }
         defer { close(fd) }
         var splitter = LineSplitter()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogReader.chunkSize, alignment: 16)
@@ -120,7 +103,7 @@ public struct LogReader: Sendable {
             let count = pread(fd, buffer.baseAddress, min(buffer.count, range.upperBound - offset), off_t(offset))
             if count < 0 {
                 if errno == EINTR { continue }
-                throw LogReadError(path: path, problem: "cannot read: \(errnoText())")
+                throw LogReadError(path: path, problem: "cannot read: \(ByteSource.errnoText())")
             }
             if count == 0 { break }
             splitter.feed(UnsafeRawBufferPointer(rebasing: buffer[..<count]), line: line)
@@ -129,21 +112,6 @@ public struct LogReader: Sendable {
         splitter.finish(line: line)
     }
 
-    private func readChunks(_ fd: Int32, path: String, _ body: (UnsafeRawBufferPointer) throws -> Void) throws {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: LogReader.chunkSize, alignment: 16)
-        defer { buffer.deallocate() }
-        while true {
-            let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw LogReadError(path: path, problem: "cannot read: \(errnoText())")
-            }
-            if count == 0 { return }
-            try body(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-        }
-    }
-
-    private func errnoText() -> String { String(cString: strerror(errno)).lowercased() }
 }
 
 /// Cuts a stream of chunks into lines; only a line that spans two chunks is copied.

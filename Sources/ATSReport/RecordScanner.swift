@@ -38,6 +38,14 @@ public struct RecordScanner {
         public var enforced: Bool?
         /// The elements of `cert_tolerated`, if any (rare: only hosts that allow cleartext).
         public var certTolerated: [Span] = []
+        /// The group the server chose (`key_exchange`); `keyExchangeLogged` tells a null (a handshake
+        /// without one) from a record that has no such field (a proxy before it logged them).
+        public var keyExchange = Span.none
+        public var keyExchangeLogged = false
+        /// `pq_offered`: the client offered a post-quantum group; nil when absent or null.
+        public var pqOffered: Bool?
+        /// `dropped` of a `log-overflow` record: decisions the proxy could not log; -1 when absent.
+        public var dropped = -1
 
         /// The fields without which a line is not a decision record. (The proxy's own answers to
         /// requests that name no destination, such as a 400, have a null scheme, host and port.)
@@ -125,8 +133,18 @@ public struct RecordScanner {
             return true
         case .enforced?:
             guard let literal = cursor.literal() else { return false }
-            let text = UnsafeBufferPointer(start: cursor.base + literal.start, count: literal.count)
-            if text.elementsEqual("true".utf8) { fields.enforced = true } else if text.elementsEqual("false".utf8) { fields.enforced = false }
+            fields.enforced = RecordScanner.bool(cursor.base + literal.start, literal.count)
+            return true
+        case .pqOffered?:
+            guard let literal = cursor.literal() else { return false }
+            fields.pqOffered = RecordScanner.bool(cursor.base + literal.start, literal.count)
+            return true
+        case .keyExchange?:
+            fields.keyExchangeLogged = true
+            return cursor.stringOrNull(into: &fields.keyExchange)
+        case .dropped?:
+            guard let literal = cursor.literal() else { return false }
+            fields.dropped = RecordScanner.count(cursor.base + literal.start, literal.count)
             return true
         case .certTolerated?:
             guard cursor.peek == UInt8(ascii: "[") else { return cursor.skipValue() }
@@ -146,15 +164,30 @@ public struct RecordScanner {
         }
     }
 
-    /// A port as 1...65535, else -1.
-    private static func port(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
-        guard count > 0, count <= 5 else { return -1 }
+    /// `true` or `false`; nil for anything else (null).
+    private static func bool(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Bool? {
+        let text = UnsafeBufferPointer(start: bytes, count: count)
+        if text.elementsEqual("true".utf8) { return true }
+        if text.elementsEqual("false".utf8) { return false }
+        return nil
+    }
+
+    /// A non-negative integer of at most 18 digits, else -1.
+    private static func count(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        guard count > 0, count <= 18 else { return -1 }
         var value = 0
         for index in 0..<count {
             let digit = Int(bytes[index]) - 0x30
             guard digit >= 0, digit <= 9 else { return -1 }
             value = value * 10 + digit
         }
+        return value
+    }
+
+    /// A port as 1...65535, else -1.
+    private static func port(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int {
+        guard count <= 5 else { return -1 }
+        let value = RecordScanner.count(bytes, count)
         return (1...65535).contains(value) ? value : -1
     }
 
@@ -214,7 +247,7 @@ public struct RecordScanner {
 /// The keys the report reads, recognised by length and bytes.
 private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
-    case enforced, certTolerated, userAgent
+    case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped
 
     init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -236,6 +269,9 @@ private enum Key {
         case (11, UInt8(ascii: "t")) where equals("tls_version"): self = .tlsVersion
         case (10, UInt8(ascii: "u")) where equals("user_agent"): self = .userAgent
         case (14, UInt8(ascii: "c")) where equals("cert_tolerated"): self = .certTolerated
+        case (12, UInt8(ascii: "k")) where equals("key_exchange"): self = .keyExchange
+        case (10, UInt8(ascii: "p")) where equals("pq_offered"): self = .pqOffered
+        case (7, UInt8(ascii: "d")) where equals("dropped"): self = .dropped
         default: return nil
         }
     }
@@ -278,7 +314,8 @@ private struct Cursor {
         let start = index
         var escaped = false
         while true {
-            guard let special = nextQuoteOrBackslash() else { return nil }
+            let special = QuoteScan.next(base, from: index, end: end)
+            guard special < end else { return nil }
             if base[special] == UInt8(ascii: "\\") {
                 escaped = true
                 index = special + 2
@@ -287,28 +324,6 @@ private struct Cursor {
             index = special + 1
             return RecordScanner.Span(start: start, count: special - start, escaped: escaped)
         }
-    }
-
-    /// The offset of the next `"` or `\\` from the cursor, eight bytes at a time (most values are short,
-    /// so a call to memchr per string cost more than the scan itself).
-    private func nextQuoteOrBackslash() -> Int? {
-        let quotes: UInt64 = 0x2222_2222_2222_2222, backslashes: UInt64 = 0x5C5C_5C5C_5C5C_5C5C
-        let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
-        var offset = index
-        while offset + 8 <= end {
-            let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
-            let q = word ^ quotes, b = word ^ backslashes
-            // A zero byte in q or b marks a match (the classic "has zero byte" test).
-            let found = ((q &- low) & ~q | (b &- low) & ~b) & high
-            if found != 0 { return offset + found.trailingZeroBitCount / 8 }
-            offset += 8
-        }
-        while offset < end {
-            let byte = base[offset]
-            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { return offset }
-            offset += 1
-        }
-        return nil
     }
 
     /// A string value, or null (left as `.none`).

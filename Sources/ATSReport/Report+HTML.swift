@@ -17,15 +17,24 @@ extension Report {
             <body>
 
             """
-        let blocked = apps.reduce(0) { $0 + $1.blocked.count }
-        let verdict = blocked == 0 ? "Nothing was or would be blocked"
-            : "\(blocked) destination\(blocked == 1 ? "" : "s") \(blocked == 1 ? "was or would be" : "were or would be") blocked"
-        out += "<header class=\"\(blocked == 0 ? "pass" : "fail")\"><h1>atsgate report</h1>"
+        let verdict = self.verdict.prefix(1).uppercased() + self.verdict.dropFirst()
+        let failing = fails || (isIncomplete && !settings.allowIncomplete)
+        out += "<header class=\"\(failing ? "fail" : wouldBlock ? "accepted" : "pass")\"><h1>atsgate report</h1>"
         out += "<p class=\"verdict\">\(HTMLPage.escape(verdict))</p>"
         let skipped = summary.inputs.reduce(0) { $0 + $1.notRecords + $1.missingFields }
-        out += "<p>\(summary.records) records from \(summary.inputs.count) log\(summary.inputs.count == 1 ? "" : "s")"
-        out += skipped > 0 ? ", \(skipped) line\(skipped == 1 ? "" : "s") skipped" : ""
-        out += " &middot; profile \(options.profile.rawValue) &middot; \(apps.count) app\(apps.count == 1 ? "" : "s")</p></header>\n"
+        out += "<p>\(summary.records) records from \(inputsDescription)"
+        out += skipped > 0 ? ", \(skipped) line\(skipped == 1 ? "" : "s") or entries skipped" : ""
+        out += " &middot; profile \(options.profile.rawValue) &middot; \(apps.count) app\(apps.count == 1 ? "" : "s")</p>"
+        if let baseline = settings.baseline {
+            let counts = baselineCounts
+            out += "<p>baseline <code>\(HTMLPage.escape(baseline.path))</code>: \(counts.new) new, \(counts.unchanged) unchanged, "
+                + "\(counts.absent) absent</p>"
+        }
+        out += "</header>\n"
+        for input in incompleteInputs {
+            out += "<p class=\"incomplete\"><b>Incomplete evidence</b> \(HTMLPage.escape(input.incompleteDescription))"
+                + (settings.allowIncomplete ? " (judged anyway: --allow-incomplete)" : "") + "</p>\n"
+        }
 
         out += "<section class=\"charts\">\n"
         out += "<figure><figcaption>Decisions over time</figcaption>\(HTMLCharts.timeline(summary.buckets))</figure>\n"
@@ -34,12 +43,17 @@ extension Report {
         out += "<figure><figcaption>Decisions by reason</figcaption>\(HTMLCharts.reasons(reasons))</figure>\n"
         out += "</section>\n"
 
-        for input in summary.inputs where input.notRecords + input.missingFields > 0 {
-            var line = "\(input.path): \(input.notRecords + input.missingFields) of \(input.lines) lines skipped"
-            if let first = input.firstSkipped { line += " (line \(first.line): \(first.why))" }
-            out += "<p class=\"note\">\(HTMLPage.escape(line))</p>\n"
+        for input in summary.inputs {
+            if let creator = input.creator {
+                out += "<p class=\"input\">\(HTMLPage.escape("\(input.path): HAR written by \(creator), \(input.lines) entries"))</p>\n"
+            }
+            if let skipped = input.skippedDescription { out += "<p class=\"note\">\(HTMLPage.escape(skipped))</p>\n" }
         }
-        for app in apps { out += app.html }
+        for app in apps { out += app.html(self) }
+        if !absentElsewhere.isEmpty {
+            out += "<section class=\"app\"><h3>Absent since the baseline (apps not recorded in this run)</h3>\n"
+                + HTMLPage.absentTable(absentElsewhere) + "</section>\n"
+        }
         out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS-SPEC R1-R17)</footer>\n"
         out += "</body>\n</html>\n"
         return out
@@ -47,7 +61,7 @@ extension Report {
 }
 
 extension AppReport {
-    var html: String {
+    func html(_ report: Report) -> String {
         let e = HTMLPage.escape
         var out = "<section class=\"app\">\n<h2>\(e(app))</h2>\n"
         out += "<p class=\"policy\">policy <code>\(e(policy.origin))</code></p>\n"
@@ -60,42 +74,39 @@ extension AppReport {
             ("\(count(.allow))", "allowed", ""),
             ("\(count(.block))", "blocked in the log", count(.block) > 0 ? "warn" : ""),
             ("\(unused.count)", "unused keys", unused.isEmpty ? "" : "warn"),
+            ("\(notChecked.count)", "not checked", notChecked.isEmpty ? "" : "warn"),
         ]
         for (value, label, kind) in cards {
             out += "<div class=\"card \(kind)\"><b>\(value)</b><span>\(label)</span></div>"
         }
         out += "</div>\n"
 
-        if !blocked.isEmpty {
-            out += "<h3>What would break, and the fix</h3>\n<table class=\"blocked\"><thead><tr><th>destination</th>"
-            out += "<th>reason</th><th>fix</th><th>App Review</th></tr></thead><tbody>\n"
-            for destination in blocked {
-                out += "<tr><td class=\"url\"><code>\(e(destination.traffic.url))</code><br><small>\(destination.traffic.records) record\(destination.traffic.records == 1 ? "" : "s")</small></td><td>"
-                out += destination.findings.map { "<span class=\"tag bad\">\(e($0.reason))</span> \(e($0.detail))" }
-                    .joined(separator: "<br>")
-                out += "</td><td>"
-                var fixes: [String] = []
-                var justification = "&mdash;"
-                if let fix = destination.fix {
-                    if !fix.changes.isEmpty {
-                        var text = fix.changes.map { "<code>\(e($0.summary))</code>" }.joined(separator: "<br>")
-                        text += fix.verified ? " <span class=\"tag ok\">verified</span>" : " <span class=\"tag bad\">not verified</span>"
-                        if let scope = fix.scope { text += "<br><small>\(e(scope))</small>" }
-                        fixes.append(text)
-                        justification = fix.needsJustification ? "justification required" : "no justification"
-                    }
-                    fixes += fix.unfixable.map { "<span class=\"tag warn\">no key</span> \(e($0.advice))" }
-                }
-                out += fixes.joined(separator: "<br>") + "</td><td>\(justification)</td></tr>\n"
+        if report.settings.baseline == nil {
+            if !blocked.isEmpty { out += "<h3>What would break, and the fix</h3>\n" + blockedTable(blocked) }
+        } else {
+            for (state, title) in [(BaselineState.new, "New since the baseline: what would break, and the fix"),
+                                   (.unchanged, "Unchanged since the baseline (accepted, does not fail the gate)")] {
+                let group = blocked.filter { $0.baseline == state }
+                if !group.isEmpty { out += "<h3 class=\"\(state.rawValue)\">\(title)</h3>\n" + blockedTable(group) }
+            }
+            if !absent.isEmpty { out += "<h3 class=\"absent\">Absent since the baseline</h3>\n" + HTMLPage.absentTable(absent) }
+        }
+
+        if !notChecked.isEmpty {
+            out += "<h3>Not checked</h3>\n<table><thead><tr><th>destination</th><th>why</th></tr></thead><tbody>\n"
+            for destination in notChecked {
+                out += "<tr><td class=\"url\"><code>\(e(destination.traffic.url))</code></td>"
+                    + "<td><span class=\"tag warn\">not checked</span> \(e(destination.notChecked!))</td></tr>\n"
             }
             out += "</tbody></table>\n"
         }
 
         if !unused.isEmpty {
             out += "<h3>Unused keys (candidates to remove)</h3>\n<table><thead><tr><th>key</th><th>why</th></tr></thead><tbody>\n"
-            for key in unused {
+            for (index, key) in unused.enumerated() {
                 let path = LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description
-                out += "<tr><td><code>\(e(path))</code></td><td>\(e(key.note))</td></tr>\n"
+                let state = index < unusedBaseline.count ? " <span class=\"tag \(unusedBaseline[index].rawValue)\">\(unusedBaseline[index].rawValue)</span>" : ""
+                out += "<tr><td><code>\(e(path))</code>\(state)</td><td>\(e(key.note))</td></tr>\n"
             }
             out += "</tbody></table>\n"
         }
@@ -108,13 +119,16 @@ extension AppReport {
             let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
             out += "<tr><td class=\"url\"><code>\(e(traffic.url))</code></td><td class=\"n\">\(traffic.records)</td>"
             out += "<td>\(e(actions.joined(separator: ", ")))</td><td>\(e(reasons.joined(separator: ", ")))</td>"
-            out += "<td><small>\((traffic.tlsVersions + traffic.ciphers).map(e).joined(separator: "<br>"))</small></td>"
+            let groups = traffic.keyExchanges.isEmpty ? [] : traffic.keyExchangeGroups
+            out += "<td><small>\((traffic.tlsVersions + traffic.ciphers + groups).map(e).joined(separator: "<br>"))</small></td>"
             out += "<td>\(e(destination.decision?.exception?.entry.displayName ?? "-"))</td>"
             out += "<td class=\"time\">\(HTMLPage.time(traffic.firstTime))<br>\(HTMLPage.time(traffic.lastTime))</td>"
             out += destination.isBlocked ? "<td><span class=\"tag bad\">block</span></td>" : "<td><span class=\"tag ok\">ok</span></td>"
             out += "</tr>\n"
         }
         out += "</tbody></table>\n"
+
+        out += quantumHTML(report)
 
         out += "<h3>Suggested NSAppTransportSecurity</h3>\n"
         out += suggestion.isProven
@@ -129,8 +143,81 @@ extension AppReport {
     }
 }
 
+extension AppReport {
+    /// The blocked destinations with their findings, the fix on the exact host, and the parent entry
+    /// that would do for several as the alternative.
+    func blockedTable(_ rows: [DestinationReport]) -> String {
+        let e = HTMLPage.escape
+        var out = "<table class=\"blocked\"><thead><tr><th>destination</th>"
+        out += "<th>reason</th><th>fix</th><th>App Review</th></tr></thead><tbody>\n"
+        for destination in rows {
+            out += "<tr><td class=\"url\"><code>\(e(destination.traffic.url))</code><br><small>\(destination.traffic.records) record\(destination.traffic.records == 1 ? "" : "s")</small></td><td>"
+            out += destination.findings.map { "<span class=\"tag bad\">\(e($0.reason))</span> \(e($0.detail))" }
+                .joined(separator: "<br>")
+            out += "</td><td>"
+            var fixes: [String] = []
+            var justification = "&mdash;"
+            if let fix = destination.fix {
+                if !fix.changes.isEmpty {
+                    var text = fix.changes.map { "<code>\(e($0.summary))</code>" }.joined(separator: "<br>")
+                    text += fix.verified ? " <span class=\"tag ok\">verified</span>" : " <span class=\"tag bad\">not verified</span>"
+                    if let scope = fix.scope { text += "<br><small>\(e(scope))</small>" }
+                    fixes.append(text)
+                    justification = fix.needsJustification ? "justification required" : "no justification"
+                }
+                if let alternative = fix.alternative {
+                    fixes.append("<div class=\"alternative\"><span class=\"tag alt\">alternative</span> "
+                        + alternative.changes.map { "<code>\(e($0.summary))</code>" }.joined(separator: ", ")
+                        + "<br><small>\(e(alternative.summary)); \(e(alternative.opens)) (<code>--consolidate</code>)</small></div>")
+                }
+                fixes += fix.unfixable.map { "<span class=\"tag warn\">no key</span> \(e($0.advice))" }
+            }
+            out += fixes.joined(separator: "<br>") + "</td><td>\(justification)</td></tr>\n"
+        }
+        return out + "</tbody></table>\n"
+    }
+
+    /// The quantum-secure section: the share of TLS destinations per status, and the servers that
+    /// answered a post-quantum offer with a classical group.
+    func quantumHTML(_ report: Report) -> String {
+        let e = HTMLPage.escape
+        let tls = destinations.filter { $0.quantum != nil }
+        guard !tls.isEmpty else { return "" }
+        var out = "<h3>Quantum-secure TLS</h3>\n"
+        guard recordsKeyExchange else {
+            return out + "<p class=\"muted\">Not recorded: no record has <code>key_exchange</code>.</p>\n"
+        }
+        let counts = QuantumStatus.allCases.map { ($0, quantum($0).count) }
+        out += "<figure class=\"share\"><figcaption>Share of \(tls.count) TLS destinations</figcaption>"
+            + HTMLCharts.share(counts) + "</figure>\n"
+        let classical = quantum(.classical)
+        if !classical.isEmpty {
+            out += "<table><thead><tr><th>destination</th><th>groups the server chose</th><th>verdict</th></tr></thead><tbody>\n"
+            for destination in classical {
+                let state = destination.quantumBaseline.map { " <span class=\"tag \($0.rawValue)\">\($0.rawValue)</span>" } ?? ""
+                let tag = report.settings.requireQuantumSecure ? "<span class=\"tag bad\">not quantum-secure (required)</span>"
+                    : "<span class=\"tag warn\">not quantum-secure</span>"
+                out += "<tr><td class=\"url\"><code>\(e(destination.traffic.url))</code></td>"
+                    + "<td><code>\(e(destination.traffic.keyExchangeGroups.joined(separator: ", ")))</code></td>"
+                    + "<td>\(tag)\(state) answered a post-quantum offer with a classical group</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+        return out
+    }
+}
+
 /// The page's style and escaping.
 enum HTMLPage {
+    /// Baseline findings this run no longer has.
+    static func absentTable(_ findings: [AbsentFinding]) -> String {
+        var out = "<table><thead><tr><th>finding</th><th>rule</th></tr></thead><tbody>\n"
+        for finding in findings {
+            out += "<tr><td><span class=\"tag ok\">absent</span> \(escape(finding.summary))</td><td><code>\(escape(finding.rule))</code></td></tr>\n"
+        }
+        return out + "</tbody></table>\n"
+    }
+
     /// `2026-11-22 06:21:01`: the table's times, to the second, UTC.
     static func time(_ milliseconds: Int64) -> String {
         String(Timestamp.text(milliseconds).prefix(19)).replacingOccurrences(of: "T", with: " ")
@@ -174,13 +261,17 @@ enum HTMLPage {
         pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}
         footer{color:var(--muted);margin:16px 32px 32px;font-size:12px}
         td.url code,td.time{white-space:nowrap;word-break:normal}
+        header.accepted{background:#57606a}.incomplete{background:#fff8c5;border:1px solid var(--warn);border-radius:6px;padding:10px 14px;margin:12px 32px}
+        .tag.alt{background:#8250df}.tag.new{background:var(--bad)}.tag.unchanged{background:#57606a}.tag.absent{background:var(--ok)}
+        h3.new{color:var(--bad)}h3.unchanged{color:var(--muted)}.alternative{margin-top:6px}.muted{color:var(--muted)}
+        figure.share{max-width:640px;margin:8px 0 12px}.input{color:var(--muted);margin:4px 32px}
         """
 }
 
 /// Charts drawn as inline SVG: no script, no external asset.
 enum HTMLCharts {
     static let colors: [LoggedAction: String] = [
-        .allow: "#1a7f37", .block: "#cf222e", .upgrade: "#0969da", .error: "#bc4c00", .other: "#8c959f",
+        .allow: "#1a7f37", .block: "#cf222e", .upgrade: "#0969da", .error: "#bc4c00", .captured: "#8250df", .other: "#8c959f",
     ]
 
     /// Stacked bars of decisions per time slot (at most 60 slots over the logs' span), by action.
@@ -253,6 +344,30 @@ enum HTMLCharts {
             svg += "<text x=\(fmt(label - 8)) y=\(fmt(y + 15)) text-anchor=\"end\">\(HTMLPage.escape(row.key))</text>"
             svg += "<rect x=\(fmt(label)) y=\(fmt(y + 3)) width=\(fmt(barWidth)) height=\(fmt(rowHeight - 6)) fill=\"\(color)\"/>"
             svg += "<text x=\(fmt(label + barWidth + 6)) y=\(fmt(y + 15)) fill=\"#57606a\">\(row.value)</text>"
+        }
+        return svg + "</svg>"
+    }
+
+    /// One bar split by quantum-secure status, with a legend of counts and percentages.
+    static func share(_ counts: [(QuantumStatus, Int)]) -> String {
+        let colors: [QuantumStatus: String] = [.postQuantum: "#1a7f37", .classical: "#cf222e", .unknown: "#8c959f"]
+        let total = max(1, counts.reduce(0) { $0 + $1.1 })
+        let width = 640.0, barHeight = 26.0
+        var svg = "<svg viewBox=\"0 0 \(Int(width)) 64\" role=\"img\" aria-label=\"quantum-secure share\" "
+            + "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"system-ui,sans-serif\" font-size=\"12\">"
+        var x = 0.0
+        for (status, count) in counts where count > 0 {
+            let w = width * Double(count) / Double(total)
+            svg += "<rect x=\(fmt(x)) y=\"4\" width=\(fmt(w)) height=\(fmt(barHeight)) fill=\"\(colors[status]!)\">"
+                + "<title>\(count) \(status.rawValue)</title></rect>"
+            x += w
+        }
+        var legendX = 0.0
+        for (status, count) in counts {
+            let percent = Int((100 * Double(count) / Double(total)).rounded())
+            svg += "<rect x=\(fmt(legendX)) y=\"44\" width=\"10\" height=\"10\" fill=\"\(colors[status]!)\"/>"
+            svg += "<text x=\(fmt(legendX + 14)) y=\"53\">\(status.rawValue): \(count) (\(percent)%)</text>"
+            legendX += 200
         }
         return svg + "</svg>"
     }

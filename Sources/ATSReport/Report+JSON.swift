@@ -9,14 +9,33 @@ extension Report {
             ("records", .int(summary.records)),
             ("profile", .string(options.profile.rawValue)),
             ("would_block", .bool(wouldBlock)),
+            ("fails", .bool(fails)),
+            ("complete", .bool(!isIncomplete)),
+            ("missing_decisions", .int(missingDecisions)),
+            ("require_quantum_secure", .bool(settings.requireQuantumSecure)),
+            ("baseline", settings.baseline.map { baseline in
+                let counts = baselineCounts
+                return .object([
+                    ("path", .string(baseline.path)),
+                    ("new", .int(counts.new)),
+                    ("unchanged", .int(counts.unchanged)),
+                    ("absent", .int(counts.absent)),
+                    ("absent_elsewhere", .array(absentElsewhere.map(\.json))),
+                ])
+            } ?? .null),
             ("inputs", .array(summary.inputs.map { input in
                 .object([
                     ("path", .string(input.path)),
+                    ("kind", .string(input.kind.rawValue)),
                     ("lines", .int(input.lines)),
                     ("records", .int(input.records)),
                     ("not_records", .int(input.notRecords)),
                     ("missing_fields", .int(input.missingFields)),
+                    ("skipped", .object(input.skipped.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                     ("first_skipped", input.firstSkipped.map { .object([("line", .int($0.line)), ("why", .string($0.why))]) } ?? .null),
+                    ("creator", .optional(input.creator)),
+                    ("log_overflow_records", .int(input.overflowRecords)),
+                    ("dropped", .int(input.dropped)),
                 ])
             })),
             ("apps", apps),
@@ -86,14 +105,29 @@ extension AppReport {
             ("reasons", .object(reasons.map { ($0.0, .int($0.1)) })),
             ("without_destination", .object(undirected.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
             ("blocked", .int(blocked.count)),
+            ("not_checked", .int(notChecked.count)),
             ("destinations", destinations),
-            ("unused", .array(unused.map { key in
+            ("unused", .array(unused.enumerated().map { index, key in
                 .object([
                     ("key_path", .array(key.change.keyPath.map(JSONValue.string))),
                     ("change", .string(key.change.summary)),
                     ("note", .string(key.note)),
+                    ("baseline", .optional(index < unusedBaseline.count ? unusedBaseline[index].rawValue : nil)),
                 ])
             })),
+            ("absent", .array(absent.map(\.json))),
+            ("quantum_secure", .object([
+                ("recorded", .bool(recordsKeyExchange)),
+                ("post_quantum", .array(quantum(.postQuantum).map { .string($0.traffic.url) })),
+                ("classical", .array(quantum(.classical).map { destination in
+                    .object([
+                        ("url", .string(destination.traffic.url)),
+                        ("groups", .array(destination.traffic.keyExchangeGroups.map(JSONValue.string))),
+                        ("baseline", .optional(destination.quantumBaseline?.rawValue)),
+                    ])
+                })),
+                ("unknown", .array(quantum(.unknown).map { .string($0.traffic.url) })),
+            ])),
             ("suggestion", .object([
                 ("proven", .bool(suggestion.isProven)),
                 ("added", .array(suggestion.added.map(\.json))),
@@ -127,6 +161,14 @@ extension DestinationReport {
             ("certificate_findings", .array(traffic.certificateFindings.sorted().map(JSONValue.string))),
             ("report_only_blocks", .int(traffic.reportOnlyBlocks)),
             ("contexts", .array(traffic.contexts.map { .string($0.rawValue) })),
+            ("not_checked", .optional(notChecked)),
+            ("quantum", .optional(quantum?.rawValue)),
+            ("key_exchanges", .array(traffic.keyExchanges.map { exchange -> (String, JSONValue) in
+                // Sorted by group, then offer (false, true, unknown), for a stable document.
+                let order = "\(exchange.group ?? "")\u{0}\(exchange.pqOffered.map { $0 ? 1 : 0 } ?? 2)"
+                return (order, .object([("group", .optional(exchange.group)),
+                                        ("pq_offered", exchange.pqOffered.map(JSONValue.bool) ?? .null)]))
+            }.sorted { $0.0 < $1.0 }.map(\.1))),
         ]
         if let decision {
             fields.append(("exception", .optional(decision.exception?.entry.displayName)))
@@ -136,6 +178,7 @@ extension DestinationReport {
             fields.append(("direct", .bool(decision.direct)))
         }
         fields.append(("blocked", .bool(isBlocked)))
+        fields.append(("baseline", .optional(baseline?.rawValue)))
         fields.append(("findings", .array(findings.map { finding in
             .object([("reason", .string(finding.reason)), ("detail", .string(finding.detail)), ("ats", .bool(finding.isATS))])
         })))
@@ -145,6 +188,16 @@ extension DestinationReport {
                 ("scope", .optional(fix.scope)),
                 ("justification", .bool(fix.needsJustification)),
                 ("verified", .bool(fix.verified)),
+                ("alternative", fix.alternative.map { alternative in
+                    .object([
+                        ("parent", .string(alternative.parent)),
+                        ("changes", .array(alternative.changes.map(\.json))),
+                        ("hosts", .array(alternative.hosts.map(JSONValue.string))),
+                        ("destinations", .int(alternative.destinations)),
+                        ("others", .int(alternative.others)),
+                        ("opens", .string(alternative.opens)),
+                    ])
+                } ?? .null),
                 ("no_key", .array(fix.unfixable.map { item in
                     .object([("reason", .string(item.finding.reason)), ("advice", .string(item.advice))])
                 })),
@@ -188,3 +241,15 @@ extension PlistValue {
 }
 
 import Foundation
+
+extension AbsentFinding {
+    var json: JSONValue {
+        .object([
+            ("rule", .string(rule)),
+            ("app", .string(app)),
+            ("subject", .string(subject)),
+            ("reasons", .array(reasons.map(JSONValue.string))),
+            ("summary", .string(summary)),
+        ])
+    }
+}

@@ -4,59 +4,207 @@ import ATSPolicy
 extension Report {
     /// JUnit XML for CI test views: one test suite per app, one test case per destination, a failure
     /// for each that was or would be blocked (the reasons and the fix), and each unused key as a skipped
-    /// case so it shows without failing the build.
+    /// case so it shows without failing the build. Against a baseline, unchanged blocks are skipped
+    /// cases and absent ones passing cases; a destination whose handshake could not be checked is
+    /// skipped; the quantum-secure verdicts are cases of their own (a classical answer fails only with
+    /// `--require-quantum-secure`); a log that lost decisions is an error case.
     public var junit: String {
-        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-        let tests = apps.reduce(0) { $0 + $1.destinations.count + $1.unused.count }
-        let failures = apps.reduce(0) { $0 + $1.blocked.count }
-        let skipped = apps.reduce(0) { $0 + $1.unused.count }
-        out += "<testsuites name=\"atsgate report\" tests=\"\(tests)\" failures=\"\(failures)\" errors=\"0\" skipped=\"\(skipped)\">\n"
-        for app in apps {
-            let first = app.destinations.map(\.traffic.firstTime).min() ?? 0
-            out += "  <testsuite name=\"\(XML.attribute(app.app))\" tests=\"\(app.destinations.count + app.unused.count)\""
-                + " failures=\"\(app.blocked.count)\" errors=\"0\" skipped=\"\(app.unused.count)\""
-                + " timestamp=\"\(Timestamp.text(first).dropLast(5))\">\n"
-            out += "    <properties>\n"
-            out += "      <property name=\"policy\" value=\"\(XML.attribute(app.policy.origin))\"/>\n"
-            out += "      <property name=\"profile\" value=\"\(options.profile.rawValue)\"/>\n"
-            out += "      <property name=\"records\" value=\"\(app.records)\"/>\n"
-            out += "    </properties>\n"
-            for destination in app.destinations {
-                let traffic = destination.traffic
-                let seconds = Double(max(0, traffic.lastTime - traffic.firstTime)) / 1000
-                out += "    <testcase classname=\"\(XML.attribute(app.app))\" name=\"\(XML.attribute(traffic.url))\""
-                    + " time=\"\(seconds)\">\n"
-                if destination.isBlocked {
-                    let reasons = destination.findings.map(\.reason).joined(separator: ", ")
-                    var body = destination.findings.map { "\($0.reason): \($0.detail)" }.joined(separator: "\n")
-                    if let fix = destination.fix {
-                        if !fix.changes.isEmpty {
-                            body += "\nfix: " + fix.changes.map(\.summary).joined(separator: ", ")
-                            body += fix.needsJustification ? " (App Review asks for a justification)" : " (no justification needed)"
-                            if let scope = fix.scope { body += "\n" + scope }
-                        }
-                        for item in fix.unfixable { body += "\nno key: " + item.advice }
-                    }
-                    out += "      <failure type=\"\(XML.attribute(destination.findings.first!.reason))\""
-                        + " message=\"\(XML.attribute("would be blocked: \(reasons)"))\">\(XML.text(body))</failure>\n"
+        var suites: [JUnitSuite] = []
+        if isIncomplete {
+            var evidence = JUnitSuite(name: "evidence", properties: [("missing_decisions", "\(missingDecisions)")])
+            for input in summary.inputs {
+                var testCase = JUnitCase(classname: "evidence", name: input.path)
+                if input.overflowRecords > 0 || input.dropped > 0 {
+                    testCase.outcome = settings.allowIncomplete
+                        ? .skipped("incomplete (--allow-incomplete): \(input.incompleteDescription)")
+                        : .error(type: "log-overflow", message: "incomplete: \(input.incompleteDescription)")
                 }
-                let actions = LoggedAction.allCases.compactMap { traffic.count($0) == 0 ? nil : "\(traffic.count($0)) \($0.name)" }
-                var summary = "\(traffic.records) records (" + actions.joined(separator: ", ") + "), "
-                summary += Timestamp.text(traffic.firstTime) + " .. " + Timestamp.text(traffic.lastTime)
-                if !traffic.tlsVersions.isEmpty { summary += "; TLS " + traffic.tlsVersions.joined(separator: ", ") }
-                out += "      <system-out>" + XML.text(summary) + "</system-out>\n"
-                out += "    </testcase>\n"
+                testCase.output = "\(input.records) records from \(input.lines) \(input.units)"
+                evidence.cases.append(testCase)
             }
-            for key in app.unused {
-                let path = LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description
-                out += "    <testcase classname=\"\(XML.attribute(app.app)).unused\" name=\"\(XML.attribute(path))\" time=\"0\">\n"
-                out += "      <skipped message=\"\(XML.attribute("unused: \(key.note)"))\"/>\n"
-                out += "    </testcase>\n"
-            }
-            out += "  </testsuite>\n"
+            suites.append(evidence)
         }
-        out += "</testsuites>\n"
-        return out
+        for app in apps { suites.append(app.junitSuite(self)) }
+        if !absentElsewhere.isEmpty {
+            var suite = JUnitSuite(name: "baseline", properties: [])
+            suite.cases = absentElsewhere.map { JUnitCase(classname: "\($0.app).absent", name: $0.subject, output: $0.summary) }
+            suites.append(suite)
+        }
+        return JUnitSuite.document(suites)
+    }
+}
+
+extension AppReport {
+    func junitSuite(_ report: Report) -> JUnitSuite {
+        let first = destinations.map(\.traffic.firstTime).min() ?? 0
+        var suite = JUnitSuite(name: app, properties: [
+            ("policy", policy.origin), ("profile", report.options.profile.rawValue), ("records", "\(records)"),
+        ])
+        suite.timestamp = String(Timestamp.text(first).dropLast(5))
+        for destination in destinations {
+            let traffic = destination.traffic
+            var testCase = JUnitCase(classname: app, name: traffic.url, time: Double(max(0, traffic.lastTime - traffic.firstTime)) / 1000)
+            if destination.isBlocked {
+                let reasons = destination.findings.map(\.reason).joined(separator: ", ")
+                if destination.baseline == .unchanged {
+                    testCase.outcome = .skipped("unchanged since the baseline: would be blocked: \(reasons)")
+                } else {
+                    let prefix = destination.baseline == .new ? "new since the baseline: " : ""
+                    testCase.outcome = .failure(type: destination.findings.first!.reason,
+                                                message: "\(prefix)would be blocked: \(reasons)", body: destination.junitBody)
+                }
+            } else if let notChecked = destination.notChecked {
+                testCase.outcome = .skipped("not checked: \(notChecked)")
+            }
+            let actions = LoggedAction.allCases.compactMap { traffic.count($0) == 0 ? nil : "\(traffic.count($0)) \($0.name)" }
+            var summary = "\(traffic.records) records (" + actions.joined(separator: ", ") + "), "
+            summary += Timestamp.text(traffic.firstTime) + " .. " + Timestamp.text(traffic.lastTime)
+            if !traffic.tlsVersions.isEmpty { summary += "; TLS " + traffic.tlsVersions.joined(separator: ", ") }
+            testCase.output = summary
+            suite.cases.append(testCase)
+        }
+        for (index, key) in unused.enumerated() {
+            let path = LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description
+            let state = index < unusedBaseline.count ? " (\(unusedBaseline[index].rawValue) since the baseline)" : ""
+            suite.cases.append(JUnitCase(classname: "\(app).unused", name: path, outcome: .skipped("unused: \(key.note)\(state)")))
+        }
+        if recordsKeyExchange {
+            for destination in destinations {
+                guard let status = destination.quantum else { continue }
+                var testCase = JUnitCase(classname: "\(app).quantum-secure", name: destination.traffic.url)
+                let groups = destination.traffic.keyExchangeGroups.joined(separator: ", ")
+                switch status {
+                case .postQuantum:
+                    testCase.output = "post-quantum: \(groups)"
+                case .unknown:
+                    testCase.outcome = .skipped("unknown: never seen with a post-quantum offer")
+                case .classical:
+                    let message = "answered a post-quantum offer with a classical group (\(groups))"
+                    if report.settings.requireQuantumSecure, destination.quantumBaseline != .unchanged {
+                        testCase.outcome = .failure(type: Baseline.notQuantumSecure, message: message,
+                                                    body: "\(destination.traffic.url) is not quantum-secure: " + message)
+                    } else {
+                        let state = destination.quantumBaseline == .unchanged ? " (unchanged since the baseline)" : ""
+                        testCase.outcome = .skipped("not quantum-secure: \(message)\(state)")
+                    }
+                }
+                suite.cases.append(testCase)
+            }
+        }
+        for finding in absent {
+            suite.cases.append(JUnitCase(classname: "\(app).absent", name: finding.subject, output: "absent since the baseline: \(finding.summary)"))
+        }
+        return suite
+    }
+}
+
+extension DestinationReport {
+    var junitBody: String {
+        var body = findings.map { "\($0.reason): \($0.detail)" }.joined(separator: "\n")
+        if let fix {
+            if !fix.changes.isEmpty {
+                body += "\nfix: " + fix.changes.map(\.summary).joined(separator: ", ")
+                body += fix.needsJustification ? " (App Review asks for a justification)" : " (no justification needed)"
+                if let scope = fix.scope { body += "\n" + scope }
+            }
+            if let alternative = fix.alternative {
+                body += "\nalternative (--consolidate): " + alternative.changes.map(\.summary).joined(separator: ", ")
+                    + "; \(alternative.summary); \(alternative.opens)"
+            }
+            for item in fix.unfixable { body += "\nno key: " + item.advice }
+        }
+        return body
+    }
+}
+
+/// One JUnit test case and how it ended.
+struct JUnitCase {
+    enum Outcome {
+        case pass
+        case failure(type: String, message: String, body: String)
+        case error(type: String, message: String)
+        case skipped(String)
+    }
+
+    var classname: String
+    var name: String
+    var time: Double = 0
+    var outcome = Outcome.pass
+    var output: String?
+
+    init(classname: String, name: String, time: Double = 0, outcome: Outcome = .pass, output: String? = nil) {
+        self.classname = classname
+        self.name = name
+        self.time = time
+        self.outcome = outcome
+        self.output = output
+    }
+}
+
+/// A JUnit test suite, and the document of several, with the counts every reader checks.
+struct JUnitSuite {
+    var name: String
+    var properties: [(String, String)]
+    var timestamp: String?
+    var cases: [JUnitCase] = []
+
+    init(name: String, properties: [(String, String)]) {
+        self.name = name
+        self.properties = properties
+    }
+
+    var counts: (failures: Int, errors: Int, skipped: Int) {
+        var counts = (failures: 0, errors: 0, skipped: 0)
+        for testCase in cases {
+            switch testCase.outcome {
+            case .pass: break
+            case .failure: counts.failures += 1
+            case .error: counts.errors += 1
+            case .skipped: counts.skipped += 1
+            }
+        }
+        return counts
+    }
+
+    static func document(_ suites: [JUnitSuite]) -> String {
+        let all = suites.map(\.counts)
+        var out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        out += "<testsuites name=\"atsgate report\" tests=\"\(suites.reduce(0) { $0 + $1.cases.count })\""
+            + " failures=\"\(all.reduce(0) { $0 + $1.failures })\" errors=\"\(all.reduce(0) { $0 + $1.errors })\""
+            + " skipped=\"\(all.reduce(0) { $0 + $1.skipped })\">\n"
+        for suite in suites { out += suite.xml }
+        return out + "</testsuites>\n"
+    }
+
+    var xml: String {
+        let counts = self.counts
+        var out = "  <testsuite name=\"\(XML.attribute(name))\" tests=\"\(cases.count)\" failures=\"\(counts.failures)\""
+            + " errors=\"\(counts.errors)\" skipped=\"\(counts.skipped)\""
+        if let timestamp { out += " timestamp=\"\(timestamp)\"" }
+        out += ">\n"
+        if !properties.isEmpty {
+            out += "    <properties>\n"
+            for (name, value) in properties {
+                out += "      <property name=\"\(XML.attribute(name))\" value=\"\(XML.attribute(value))\"/>\n"
+            }
+            out += "    </properties>\n"
+        }
+        for testCase in cases {
+            out += "    <testcase classname=\"\(XML.attribute(testCase.classname))\" name=\"\(XML.attribute(testCase.name))\""
+                + " time=\"\(testCase.time)\">\n"
+            switch testCase.outcome {
+            case .pass: break
+            case .failure(let type, let message, let body):
+                out += "      <failure type=\"\(XML.attribute(type))\" message=\"\(XML.attribute(message))\">\(XML.text(body))</failure>\n"
+            case .error(let type, let message):
+                out += "      <error type=\"\(XML.attribute(type))\" message=\"\(XML.attribute(message))\"/>\n"
+            case .skipped(let message):
+                out += "      <skipped message=\"\(XML.attribute(message))\"/>\n"
+            }
+            if let output = testCase.output { out += "      <system-out>" + XML.text(output) + "</system-out>\n" }
+            out += "    </testcase>\n"
+        }
+        return out + "  </testsuite>\n"
     }
 }
 

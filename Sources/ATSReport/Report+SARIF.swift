@@ -8,7 +8,20 @@ extension Report {
          "A recorded load was or would be blocked under the app's ATS dictionary"),
         ("unused-key", "UnusedKey", "warning",
          "A key of the ATS dictionary that no recorded decision used: a candidate to remove"),
+        ("not-quantum-secure", "NotQuantumSecure", "note",
+         "A server answered a post-quantum key exchange offer with a classical group (harvest now, decrypt later)"),
+        ("not-checked", "NotChecked", "note",
+         "An HTTPS destination whose handshake the input does not show, so its TLS rules were not judged"),
+        ("incomplete-evidence", "IncompleteEvidence", "error",
+         "The proxy could not log every decision (log-overflow records): the verdict rests on part of the traffic"),
     ]
+
+    static func sarifRuleIndex(_ id: String) -> Int { sarifRules.firstIndex { $0.id == id }! }
+
+    /// SARIF's `baselineState` beside a result's other fields, when a baseline was given.
+    static func baselineFields(_ state: BaselineState?) -> [(String, JSONValue)] {
+        state.map { [("baselineState", .string($0.rawValue))] } ?? []
+    }
 
     /// SARIF 2.1.0: a result per blocked destination, located on the key its fix changes (or the entry
     /// that decided it), and one per unused key, located on that key, so code scanning shows them on the
@@ -53,9 +66,13 @@ extension Report {
                 if keys.isEmpty, let entry = destination.decision?.exception?.entry, !entry.isBuiltin {
                     keys = [ATSKey.exceptionDomains, entry.key]
                 }
+                if let alternative = destination.fix?.alternative {
+                    text += " Alternative (--consolidate): " + alternative.changes.map(\.summary).joined(separator: ", ")
+                        + "; \(alternative.summary); \(alternative.opens)."
+                }
                 results.append(.object([
                     ("ruleId", "would-block"),
-                    ("ruleIndex", 0),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("would-block"))),
                     ("level", "error"),
                     ("message", .object([("text", .string(text))])),
                     ("locations", .array([location(keys)])),
@@ -65,19 +82,60 @@ extension Report {
                         ("reasons", .array(destination.findings.map { .string($0.reason) })),
                         ("records", .int(destination.traffic.records)),
                     ])),
-                ]))
+                ] + Report.baselineFields(destination.baseline)))
             }
-            for key in app.unused {
+            for (index, key) in app.unused.enumerated() {
                 results.append(.object([
                     ("ruleId", "unused-key"),
-                    ("ruleIndex", 1),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("unused-key"))),
                     ("level", "warning"),
                     ("message", .object([("text", .string("\(key.change.keyPath.joined(separator: ".")) is unused by "
                         + "\(app.app): \(key.note). Removing it shrinks what App Review asks to justify."))])),
                     ("locations", .array([location(key.change.keyPath)])),
                     ("properties", .object([("app", .string(app.app))])),
+                ] + Report.baselineFields(index < app.unusedBaseline.count ? app.unusedBaseline[index] : nil)))
+            }
+            for destination in app.quantum(.classical) {
+                let groups = destination.traffic.keyExchangeGroups.joined(separator: ", ")
+                results.append(.object([
+                    ("ruleId", "not-quantum-secure"),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("not-quantum-secure"))),
+                    ("level", .string(settings.requireQuantumSecure ? "error" : "note")),
+                    ("message", .object([("text", .string("\(destination.traffic.url) answered a post-quantum key exchange "
+                        + "offer from \(app.app) with a classical group (\(groups)): its traffic can be recorded now and "
+                        + "decrypted later. Enable X25519MLKEM768 on the server."))])),
+                    ("locations", .array([location([])])),
+                    ("properties", .object([
+                        ("app", .string(app.app)), ("url", .string(destination.traffic.url)),
+                        ("groups", .array(destination.traffic.keyExchangeGroups.map(JSONValue.string))),
+                    ])),
+                ] + Report.baselineFields(destination.quantumBaseline)))
+            }
+            for destination in app.notChecked {
+                results.append(.object([
+                    ("ruleId", "not-checked"),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("not-checked"))),
+                    ("level", "note"),
+                    ("message", .object([("text", .string("\(destination.traffic.url) was not checked for \(app.app): "
+                        + destination.notChecked! + "."))])),
+                    ("locations", .array([location([])])),
+                    ("properties", .object([("app", .string(app.app)), ("url", .string(destination.traffic.url))])),
                 ]))
             }
+            for finding in app.absent { results.append(absentResult(finding, location: location([]))) }
+        }
+        for finding in absentElsewhere { results.append(absentResult(finding, location: nil)) }
+        for input in incompleteInputs {
+            results.append(.object([
+                ("ruleId", "incomplete-evidence"),
+                ("ruleIndex", .int(Report.sarifRuleIndex("incomplete-evidence"))),
+                ("level", .string(settings.allowIncomplete ? "warning" : "error")),
+                ("message", .object([("text", .string("Incomplete evidence: \(input.incompleteDescription)."))])),
+                ("locations", .array([.object([("physicalLocation", .object([
+                    ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(input.path)))])),
+                ]))])])),
+                ("properties", .object([("dropped", .int(input.dropped)), ("log_overflow_records", .int(input.overflowRecords))])),
+            ]))
         }
         let run: JSONValue = .object([
             ("tool", .object([("driver", .object([
@@ -96,14 +154,37 @@ extension Report {
                     ])
                 })),
             ]))])),
-            ("invocations", .array([.object([("executionSuccessful", true)])])),
+            ("invocations", .array([.object([("executionSuccessful", .bool(!isIncomplete || settings.allowIncomplete))]
+                + (isIncomplete ? [("toolExecutionNotifications", .array(incompleteInputs.map { input in
+                    .object([("level", .string(settings.allowIncomplete ? "warning" : "error")),
+                             ("message", .object([("text", .string("incomplete evidence: \(input.incompleteDescription)"))]))])
+                }))] : []))])),
             ("results", .array(results)),
-            ("properties", .object([("profile", .string(options.profile.rawValue)), ("records", .int(summary.records))])),
+            ("properties", .object([("profile", .string(options.profile.rawValue)), ("records", .int(summary.records)),
+                                    ("missing_decisions", .int(missingDecisions))])),
         ])
         return .object([
             ("$schema", .string(LintReport.sarifSchema)),
             ("version", "2.1.0"),
             ("runs", .array([run])),
         ])
+    }
+}
+
+extension Report {
+    /// A baseline finding this run no longer has: SARIF's `absent` state, a pass, not an alert.
+    func absentResult(_ finding: AbsentFinding, location: JSONValue?) -> JSONValue {
+        var fields: [(String, JSONValue)] = [
+            ("ruleId", .string(finding.rule)),
+            ("ruleIndex", .int(Report.sarifRuleIndex(finding.rule))),
+            ("kind", "pass"),
+            ("level", "none"),
+            ("message", .object([("text", .string("Absent since the baseline: \(finding.app): \(finding.summary)."))])),
+        ]
+        if let location { fields.append(("locations", .array([location]))) }
+        fields.append(("properties", .object([("app", .string(finding.app)), ("subject", .string(finding.subject)),
+                                              ("reasons", .array(finding.reasons.map(JSONValue.string)))])))
+        fields.append(("baselineState", "absent"))
+        return .object(fields)
     }
 }

@@ -6,25 +6,78 @@ extension Report {
     public var text: String {
         var out = ""
         let inputs = summary.inputs
-        out += "atsgate report: \(summary.records) records from \(inputs.count) log\(inputs.count == 1 ? "" : "s")"
-        out += ", profile \(options.profile.rawValue)\n"
-        for input in inputs where input.notRecords + input.missingFields > 0 {
-            out += "  \(input.path): \(input.notRecords + input.missingFields) of \(input.lines) lines skipped"
-            if let first = input.firstSkipped { out += " (line \(first.line): \(first.why))" }
-            out += "\n"
+        out += "atsgate report: \(summary.records) records from \(inputsDescription), profile \(options.profile.rawValue)\n"
+        for input in inputs {
+            if let creator = input.creator { out += "  \(input.path): HAR written by \(creator), \(input.lines) entries\n" }
+            if let skipped = input.skippedDescription { out += "  \(skipped)\n" }
         }
-        for app in apps { out += "\n" + app.text }
-        let blocked = apps.reduce(0) { $0 + $1.blocked.count }
-        out += "\n"
-        out += blocked == 0
-            ? "verdict: nothing was or would be blocked\n"
-            : "verdict: \(blocked) destination\(blocked == 1 ? "" : "s") \(blocked == 1 ? "was or would be" : "were or would be") blocked\n"
+        for input in incompleteInputs { out += "  INCOMPLETE: \(input.incompleteDescription)\n" }
+        if let baseline = settings.baseline {
+            let counts = baselineCounts
+            out += "  baseline \(baseline.path): \(counts.new) new, \(counts.unchanged) unchanged, \(counts.absent) absent\n"
+        }
+        for app in apps { out += "\n" + app.text(self) }
+        if !absentElsewhere.isEmpty {
+            out += "\nABSENT since the baseline, apps not recorded in this run (\(absentElsewhere.count)):\n"
+            for finding in absentElsewhere { out += "    \(finding.app): \(finding.summary)\n" }
+        }
+        out += "\nverdict: \(verdict)\n"
         return out
+    }
+
+    /// `2 logs and 1 HAR capture`.
+    var inputsDescription: String {
+        let logs = summary.inputs.filter { $0.kind == .log }.count, hars = summary.inputs.count - logs
+        var parts: [String] = []
+        if logs > 0 || hars == 0 { parts.append("\(logs) log\(logs == 1 ? "" : "s")") }
+        if hars > 0 { parts.append("\(hars) HAR capture\(hars == 1 ? "" : "s")") }
+        return parts.joined(separator: " and ")
+    }
+
+    /// The last line: what was blocked, what of it is new, and whether the evidence is complete.
+    public var verdict: String {
+        let blocked = apps.reduce(0) { $0 + $1.blocked.count }
+        var text = blocked == 0 ? "nothing was or would be blocked"
+            : "\(blocked) destination\(blocked == 1 ? "" : "s") \(blocked == 1 ? "was or would be" : "were or would be") blocked"
+        if settings.baseline != nil {
+            let new = apps.reduce(0) { $0 + $1.destinations.filter(\.isNewlyBlocked).count }
+            text += " (\(new) new since the baseline)"
+        }
+        if settings.requireQuantumSecure {
+            let classical = apps.reduce(0) { $0 + $1.quantum(.classical).count }
+            text += "; \(classical) not quantum-secure (required)"
+        }
+        if isIncomplete {
+            text += "; INCOMPLETE: \(missingDecisions) decision\(missingDecisions == 1 ? "" : "s") missing from the logs"
+        }
+        return text
+    }
+}
+
+extension InputStats {
+    /// `cap.har: 2 of 6 entries skipped (entry 4: no request.url; in all: 1 no request.url, 1 not an http(s) load (data:))`.
+    public var skippedDescription: String? {
+        let count = notRecords + missingFields
+        guard count > 0 else { return nil }
+        var text = "\(path): \(count) of \(lines) \(units) skipped"
+        let named = skipped.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+        if let first = firstSkipped {
+            text += " (\(unit) \(first.line): \(first.why)"
+            if named.count > 1 { text += "; in all: " + named.map { "\($0.value) \($0.key)" }.joined(separator: ", ") }
+            text += ")"
+        }
+        return text
+    }
+
+    /// `decisions.log: 1234 decisions missing (3 log-overflow records)`.
+    public var incompleteDescription: String {
+        "\(path): \(dropped) decision\(dropped == 1 ? "" : "s") missing (\(overflowRecords) log-overflow record"
+            + "\(overflowRecords == 1 ? "" : "s"): the proxy made them but could not write them)"
     }
 }
 
 extension AppReport {
-    var text: String {
+    func text(_ report: Report) -> String {
         var out = app == policy.origin ? "policy \(app)\n" : "app \(app) (policy \(policy.origin))\n"
         if let policyNote { out += "  note: \(policyNote)\n" }
         let counts = LoggedAction.allCases.compactMap { action -> String? in
@@ -39,22 +92,60 @@ extension AppReport {
         let blocked = self.blocked
         if blocked.isEmpty {
             out += "  nothing was or would be blocked\n"
-        } else {
+        } else if report.settings.baseline == nil {
             out += "  WOULD BREAK (\(blocked.count)):\n"
             for destination in blocked { out += destination.text }
+        } else {
+            for state in [BaselineState.new, .unchanged] {
+                let group = blocked.filter { $0.baseline == state }
+                guard !group.isEmpty else { continue }
+                out += "  WOULD BREAK, \(state.rawValue.uppercased()) since the baseline (\(group.count)):\n"
+                for destination in group { out += destination.text }
+            }
+        }
+        if !absent.isEmpty {
+            out += "  ABSENT since the baseline (\(absent.count)):\n"
+            for finding in absent { out += "    \(finding.summary)\n" }
+        }
+        let notChecked = self.notChecked
+        if !notChecked.isEmpty {
+            out += "  NOT CHECKED (\(notChecked.count)):\n"
+            for destination in notChecked { out += "    \(destination.traffic.url)  \(destination.notChecked!)\n" }
         }
         if !unused.isEmpty {
             out += "  UNUSED (\(unused.count), candidates to remove):\n"
-            for key in unused {
-                out += "    \(LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description): \(key.note)\n"
+            for (index, key) in unused.enumerated() {
+                let state = index < unusedBaseline.count ? " [\(unusedBaseline[index].rawValue)]" : ""
+                out += "    \(LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description): \(key.note)\(state)\n"
             }
         }
+        out += quantumText(report)
         if suggestion.isProven {
             out += "  suggested dictionary (--format plist): \(suggestion.added.count) change(s) added, "
                 + "\(suggestion.removed.count) unused key(s) removed; proven against all \(destinations.count) destinations\n"
         } else {
             out += "  suggested dictionary (--format plist): NOT proven; still blocked under it: "
                 + suggestion.unproven.map { "\($0.url) (\($0.reasons.joined(separator: ", ")))" }.joined(separator: "; ") + "\n"
+        }
+        return out
+    }
+
+    /// The quantum-secure section: counts, then each server that answered an offer with a classical group.
+    func quantumText(_ report: Report) -> String {
+        let tls = destinations.filter { $0.quantum != nil }
+        guard !tls.isEmpty else { return "" }
+        guard recordsKeyExchange else {
+            return "  quantum-secure: not recorded (no record has key_exchange: a proxy before it, or a capture without it)\n"
+        }
+        let classical = quantum(.classical)
+        var out = "  quantum-secure (\(tls.count) TLS destinations): \(quantum(.postQuantum).count) post-quantum, "
+            + "\(classical.count) answered a post-quantum offer with a classical group, "
+            + "\(quantum(.unknown).count) never seen with an offer (unknown)\n"
+        for destination in classical {
+            let state = destination.quantumBaseline.map { " [\($0.rawValue)]" } ?? ""
+            let label = report.settings.requireQuantumSecure ? "NOT QUANTUM-SECURE (required)" : "not quantum-secure"
+            out += "    \(label): \(destination.traffic.url) chose "
+                + destination.traffic.keyExchangeGroups.joined(separator: ", ") + "\(state)\n"
         }
         return out
     }
@@ -76,6 +167,10 @@ extension DestinationReport {
                 out += fix.verified ? " (verified by deciding again)" : " (NOT verified: still blocked with it)"
                 out += "\n"
                 if let scope = fix.scope { out += "        \(scope)\n" }
+            }
+            if let alternative = fix.alternative {
+                out += "      alternative (--consolidate): " + alternative.changes.map(\.summary).joined(separator: ", ")
+                    + "; \(alternative.summary); \(alternative.opens)\n"
             }
             for item in fix.unfixable { out += "      no key: \(item.advice)\n" }
         }

@@ -46,8 +46,27 @@ public struct DestinationReport: Sendable {
     /// Why it would be blocked under the app's policy; empty when it would not be.
     public var findings: [Finding]
     public var fix: DestinationFix?
+    /// Against `--baseline`: whether this destination's findings are new or were all there before.
+    public var baseline: BaselineState?
+    /// Against `--baseline`: the state of its quantum-secure finding (a classical answer).
+    public var quantumBaseline: BaselineState?
 
     public var isBlocked: Bool { !findings.isEmpty }
+    /// Blocked, and not already in the baseline: what fails the gate.
+    public var isNewlyBlocked: Bool { isBlocked && baseline != .unchanged }
+    public var quantum: QuantumStatus? { traffic.quantum }
+
+    /// Why an HTTPS destination's handshake rules could not be judged, when they could not: no
+    /// handshake recorded at all, or (a HAR without the cipher) only the version. Never a silent pass.
+    public var notChecked: String? {
+        guard traffic.scheme == Scheme.https.rawValue else { return nil }
+        let source = traffic.count(.captured) == traffic.records ? "capture" : traffic.count(.captured) > 0 ? "capture or the log" : "log"
+        if traffic.handshakes.isEmpty { return "no handshake in the \(source)" }
+        if traffic.count(.captured) > 0, traffic.handshakes.allSatisfy({ $0.cipher == nil }) {
+            return "TLS version only: the \(source) has no cipher suite, so forward secrecy is not checked"
+        }
+        return nil
+    }
 }
 
 /// The verdict for one app: its destinations, fixes, unused keys and the suggested dictionary.
@@ -63,8 +82,17 @@ public struct AppReport: Sendable {
     public var suggestion: SuggestedPolicy
     /// Records of the proxy's own answers that name no destination, by reason.
     public var undirected: [String: Int]
+    /// Unused keys' states against `--baseline`, by position in `unused`.
+    public var unusedBaseline: [BaselineState] = []
+    /// Findings of the baseline that this run no longer has.
+    public var absent: [AbsentFinding] = []
 
     public var blocked: [DestinationReport] { destinations.filter(\.isBlocked) }
+    public var notChecked: [DestinationReport] { destinations.filter { $0.notChecked != nil } }
+    /// TLS destinations by quantum-secure status.
+    public func quantum(_ status: QuantumStatus) -> [DestinationReport] { destinations.filter { $0.quantum == status } }
+    /// Any record of the app says which group its server chose.
+    public var recordsKeyExchange: Bool { destinations.contains { !$0.traffic.keyExchanges.isEmpty } }
     public var records: Int { destinations.reduce(0) { $0 + $1.traffic.records } + undirected.values.reduce(0, +) }
 
     /// Records per reason code, over every destination (for the chart by reason).
@@ -78,20 +106,61 @@ public struct AppReport: Sendable {
     public func count(_ action: LoggedAction) -> Int { destinations.reduce(0) { $0 + $1.traffic.count(action) } }
 }
 
+/// How the verdict is reached beyond the policy: the flags of `atsgate report` that change it.
+public struct ReportSettings: Sendable {
+    /// `--consolidate`: the suggested dictionary uses parent entries where they apply.
+    public var consolidate = false
+    /// `--require-quantum-secure`: a server that answers a post-quantum offer with a classical group fails.
+    public var requireQuantumSecure = false
+    /// `--baseline`: only findings it does not have count.
+    public var baseline: Baseline?
+    /// `--allow-incomplete`: logs that lost decisions are judged anyway (still shown, never an error).
+    public var allowIncomplete = false
+
+    public init(consolidate: Bool = false, requireQuantumSecure: Bool = false, baseline: Baseline? = nil,
+                allowIncomplete: Bool = false) {
+        self.consolidate = consolidate
+        self.requireQuantumSecure = requireQuantumSecure
+        self.baseline = baseline
+        self.allowIncomplete = allowIncomplete
+    }
+}
+
 /// `atsgate report`'s whole result: what was read, and each app's verdict.
 public struct Report: Sendable {
     public var summary: TrafficSummary
     public var apps: [AppReport]
     public var options: EngineOptions
+    public var settings: ReportSettings
+    /// Baseline findings of apps this run did not record at all.
+    public var absentElsewhere: [AbsentFinding] = []
 
     /// Something was, or would be, blocked.
     public var wouldBlock: Bool { apps.contains { !$0.blocked.isEmpty } }
     public var isProven: Bool { apps.allSatisfy(\.suggestion.isProven) }
 
+    /// What fails the gate: a block not in the baseline, and with `--require-quantum-secure` a new
+    /// classical answer to a post-quantum offer.
+    public var fails: Bool {
+        apps.contains { app in
+            app.destinations.contains { destination in
+                destination.isNewlyBlocked
+                    || (settings.requireQuantumSecure && destination.quantum == .classical && destination.quantumBaseline != .unchanged)
+            }
+        }
+    }
+
+    /// The logs that lost decisions (`log-overflow` records), and how many in all.
+    public var incompleteInputs: [InputStats] { summary.inputs.filter { $0.overflowRecords > 0 || $0.dropped > 0 } }
+    public var missingDecisions: Int { summary.inputs.reduce(0) { $0 + $1.dropped } }
+    public var isIncomplete: Bool { !incompleteInputs.isEmpty }
+
     /// Judges `summary` app by app under the matching policies.
-    public init(summary: TrafficSummary, policies: [ReportPolicy], options: EngineOptions) {
+    public init(summary: TrafficSummary, policies: [ReportPolicy], options: EngineOptions,
+                settings: ReportSettings = ReportSettings()) {
         self.summary = summary
         self.options = options
+        self.settings = settings
         var apps: [AppReport] = []
         let names = Set(summary.destinations.map(\.app)).union(summary.undirected.keys).sorted()
         for app in names {
@@ -115,18 +184,21 @@ public struct Report: Sendable {
             }
             let traffic = summary.destinations.filter { $0.app == app }
             apps.append(Report.judge(app: app, policy: policy, note: note, traffic: traffic,
-                                     undirected: summary.undirected[app] ?? [:], options: options))
+                                     undirected: summary.undirected[app] ?? [:], options: options,
+                                     consolidate: settings.consolidate))
         }
         self.apps = apps
+        if let baseline = settings.baseline { compare(with: baseline) }
     }
 
     static func judge(app: String, policy: ReportPolicy, note: String?, traffic: [DestinationTraffic],
-                      undirected: [String: Int], options: EngineOptions) -> AppReport {
+                      undirected: [String: Int], options: EngineOptions, consolidate: Bool) -> AppReport {
         let source = policy.source
         let judge = DestinationJudge(policy: Policy(source), options: options)
         let findings = traffic.map(judge.findings)
         let planner = FixPlanner(source: source, options: options, traffic: traffic, findings: findings, judge: judge)
-        let (fixes, changes) = planner.plan()
+        let (fixes, narrowest, consolidated) = planner.plan()
+        let changes = consolidate ? consolidated : narrowest
         let unused = UnusedKeyFinder(source: source, options: options, traffic: traffic, judge: judge).find()
         let suggestion = SuggestedPolicy.make(source: source, options: options, traffic: traffic, findings: findings,
                                               added: changes, unused: unused)

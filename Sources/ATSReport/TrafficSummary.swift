@@ -3,9 +3,10 @@ import Dispatch
 import Foundation
 
 /// The action a record logged. Logs grow: an action this version does not know (today's `close`) is
-/// counted as `other`, never as a block.
+/// counted as `other`, never as a block. A HAR entry is `captured`: a load another tool saw, which no
+/// proxy decided.
 public enum LoggedAction: Int, CaseIterable, Sendable {
-    case allow, block, upgrade, error, other
+    case allow, block, upgrade, error, captured, other
 
     public var name: String {
         switch self {
@@ -13,6 +14,7 @@ public enum LoggedAction: Int, CaseIterable, Sendable {
         case .block: "block"
         case .upgrade: "upgrade"
         case .error: "error"
+        case .captured: "captured"
         case .other: "other"
         }
     }
@@ -22,14 +24,15 @@ public enum LoggedAction: Int, CaseIterable, Sendable {
             bytes.count == text.utf8CodeUnitCount && memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
         }
         if bytes.isEmpty { self = .other } else if equals("allow") { self = .allow } else if equals("block") { self = .block }
-        else if equals("upgrade") { self = .upgrade } else if equals("error") { self = .error } else { self = .other }
+        else if equals("upgrade") { self = .upgrade } else if equals("error") { self = .error }
+        else if equals("captured") { self = .captured } else { self = .other }
     }
 }
 
-/// Records per logged action: five counters in place (an array would be one more allocation to check
-/// and retain per record).
+/// Records per logged action: counters in place (an array would be one more allocation to check and
+/// retain per record).
 public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
-    private var allow = 0, block = 0, upgrade = 0, error = 0, other = 0
+    private var allow = 0, block = 0, upgrade = 0, error = 0, captured = 0, other = 0
 
     public subscript(action: LoggedAction) -> Int {
         get {
@@ -38,6 +41,7 @@ public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
             case .block: block
             case .upgrade: upgrade
             case .error: error
+            case .captured: captured
             case .other: other
             }
         }
@@ -47,6 +51,7 @@ public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
             case .block: block = newValue
             case .upgrade: upgrade = newValue
             case .error: error = newValue
+            case .captured: captured = newValue
             case .other: other = newValue
             }
         }
@@ -61,6 +66,23 @@ public struct ActionCounts: Sendable, Equatable, CustomStringConvertible {
 public struct Handshake: Hashable, Sendable {
     public var version: String
     public var cipher: String?
+
+    public init(version: String, cipher: String?) {
+        self.version = version
+        self.cipher = cipher
+    }
+}
+
+/// One key exchange seen for a destination: the group the server chose (nil: none, as in TLS 1.2 with
+/// RSA key exchange) and whether the client offered a post-quantum group (nil: not known, as in a HAR).
+public struct KeyExchange: Hashable, Sendable {
+    public var group: String?
+    public var pqOffered: Bool?
+
+    public init(group: String?, pqOffered: Bool?) {
+        self.group = group
+        self.pqOffered = pqOffered
+    }
 }
 
 /// What the logs recorded for one destination (scheme, host, port) of one app.
@@ -78,6 +100,8 @@ public struct DestinationTraffic: Sendable {
     public var firstTime = Int64.max
     public var lastTime = Int64.min
     public var handshakes: Set<Handshake> = []
+    /// The key exchanges of the handshakes whose records carry `key_exchange`.
+    public var keyExchanges: Set<KeyExchange> = []
     /// The exception keys the logs name (`builtin:apple.com` for a built-in).
     public var exceptions: Set<String> = []
     /// Certificate findings, refused (`certificate-*` reasons) or tolerated (`cert_tolerated`).
@@ -94,6 +118,7 @@ public struct DestinationTraffic: Sendable {
         var reasonCount = 0
         var handshake = -1
         var exception = -1
+        var keyExchange = -1
     }
 
     /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
@@ -123,6 +148,7 @@ public struct DestinationTraffic: Sendable {
         firstTime = min(firstTime, other.firstTime)
         lastTime = max(lastTime, other.lastTime)
         handshakes.formUnion(other.handshakes)
+        keyExchanges.formUnion(other.keyExchanges)
         exceptions.formUnion(other.exceptions)
         certificateFindings.formUnion(other.certificateFindings)
         reportOnlyBlocks += other.reportOnlyBlocks
@@ -132,7 +158,7 @@ public struct DestinationTraffic: Sendable {
 }
 
 /// The parts of a parallel read, each written by its own worker.
-private final class PartResults: @unchecked Sendable {
+final class PartResults: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [Result<TrafficSummary, LogReadError>?]
 
@@ -177,15 +203,54 @@ public struct TimeBuckets: Sendable {
 
 /// Line counts per input, so a report says what it read and what it skipped.
 public struct InputStats: Sendable {
+    /// A decision log (JSON lines) or a HAR capture (its `log.entries`).
+    public enum Kind: String, Sendable {
+        case log, har
+    }
+
     public var path: String
+    public var kind = Kind.log
+    /// Lines of a log, entries of a HAR.
     public var lines = 0
     public var records = 0
     /// Lines that are not JSON objects, or are cut short (a start-up banner, a truncated last line).
     public var notRecords = 0
-    /// JSON objects without the fields of a decision (`time` and `action`), or with a time that is not one.
+    /// JSON objects without the fields of a decision (`time` and `action`), or with a time that is not
+    /// one; HAR entries without `startedDateTime` or `request.url`, or whose URL is no http(s) load.
     public var missingFields = 0
-    /// The first skipped line's number and why, for the message.
+    /// Skipped lines or entries by why (`no request.url`: 3), so each kind of gap is named.
+    public var skipped: [String: Int] = [:]
+    /// The first skipped line's (or entry's) number and why, for the message.
     public var firstSkipped: (line: Int, why: String)?
+    /// A HAR's `log.creator` (`mitmproxy 11.0.2`).
+    public var creator: String?
+    /// `log-overflow` records: the proxy could not write every decision, and said how many it lost.
+    public var overflowRecords = 0
+    /// Decisions the proxy made but could not log (the sum of the `log-overflow` records' `dropped`).
+    public var dropped = 0
+
+    public init(path: String, kind: Kind = .log) {
+        self.path = path
+        self.kind = kind
+    }
+
+    /// `line` or `entry`, for messages.
+    public var unit: String { kind == .har ? "entry" : "line" }
+    public var units: String { kind == .har ? "entries" : "lines" }
+
+    /// Another part's counts of the same input (a file read in parallel), whose numbering starts
+    /// `linesBefore` later.
+    mutating func add(_ other: InputStats, linesBefore: Int) {
+        if firstSkipped == nil, let first = other.firstSkipped { firstSkipped = (first.line + linesBefore, first.why) }
+        lines += other.lines
+        records += other.records
+        notRecords += other.notRecords
+        missingFields += other.missingFields
+        skipped.merge(other.skipped, uniquingKeysWith: +)
+        overflowRecords += other.overflowRecords
+        dropped += other.dropped
+        if creator == nil { creator = other.creator }
+    }
 }
 
 /// Everything the logs said, grouped by app and destination. Memory follows the number of distinct
@@ -203,28 +268,50 @@ public struct TrafficSummary: Sendable {
 
     public init() {}
 
-    /// Reads every line of `paths` (files, directories, `-`, `.gz`).
+    /// Reads every line of `paths` (files, directories, `-`, `.gz`), and every entry of the HAR files
+    /// among them (`.har`, `.har.gz`; `ID=FILE` makes its entries app ID's, else the file's name is).
     ///
-    /// A large plain file is cut at line boundaries into one part per core, read in parallel, and the
-    /// parts' summaries merged (the summary does not depend on the order of records, so this is the
-    /// same result as one pass).
+    /// A large plain file is cut at line boundaries (a HAR at entry boundaries) into one part per core,
+    /// read in parallel, and the parts' summaries merged (the summary does not depend on the order of
+    /// records, so this is the same result as one pass).
+    /// (`harBuffer` is the HAR parser's read buffer: its size never changes the result, which tests check.)
     public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-                            parallelMinimum: Int = 32 << 20) throws(LogReadError) -> TrafficSummary {
+                            parallelMinimum: Int = 32 << 20, harBuffer: Int = LogReader.chunkSize)
+        throws(LogReadError) -> TrafficSummary {
         let reader = LogReader()
         var summary = TrafficSummary()
-        for path in try reader.expand(paths) {
-            let ranges = parallelism > 1 ? try reader.split(path, parts: parallelism, minimumSize: parallelMinimum) : []
-            if ranges.count > 1 {
-                summary.merge(try readInParallel(path, ranges: ranges, reader: reader))
-            } else {
-                var builder = TrafficSummaryBuilder()
-                builder.begin(path: path)
-                try reader.read(path) { builder.ingest($0) }
-                summary.merge(builder.finish())
+        for argument in paths {
+            var app: String?
+            var path = argument
+            if let equals = argument.firstIndex(of: "="), !FileManager.default.fileExists(atPath: argument) {
+                app = String(argument[..<equals])
+                path = String(argument[argument.index(after: equals)...])
+            }
+            for file in try reader.expand([path]) {
+                if HARFile.isHAR(file) {
+                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file), bufferSize: harBuffer,
+                                                   parallelism: parallelism, parallelMinimum: parallelMinimum))
+                } else {
+                    try readLog(file, reader: reader, parallelism: parallelism, parallelMinimum: parallelMinimum,
+                                into: &summary)
+                }
             }
         }
         summary.destinations.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
         return summary
+    }
+
+    private static func readLog(_ path: String, reader: LogReader, parallelism: Int, parallelMinimum: Int,
+                                into summary: inout TrafficSummary) throws(LogReadError) {
+        let ranges = parallelism > 1 ? try reader.split(path, parts: parallelism, minimumSize: parallelMinimum) : []
+        if ranges.count > 1 {
+            summary.merge(try readInParallel(path, ranges: ranges, reader: reader))
+        } else {
+            var builder = TrafficSummaryBuilder()
+            builder.begin(path: path)
+            try reader.read(path) { builder.ingest($0) }
+            summary.merge(builder.finish())
+        }
     }
 
     private static func readInParallel(_ path: String, ranges: [Range<Int>], reader: LogReader)
@@ -240,20 +327,20 @@ public struct TrafficSummary: Sendable {
                 parts.set(index, .failure(error))
             }
         }
-        // One input for the file: counts summed, the first skipped line numbered from the file's start.
+        var summaries: [TrafficSummary] = []
+        for result in parts.results { summaries.append(try result!.get()) }
+        return join(summaries)
+    }
+
+    /// The summaries of a file's parts, in order, as one input: counts summed, the first skipped line
+    /// (or entry) numbered from the file's start.
+    static func join(_ parts: [TrafficSummary]) -> TrafficSummary {
         var whole = TrafficSummary()
         var linesBefore = 0
-        var input = InputStats(path: path)
-        for result in parts.results {
-            var part = try result!.get()
+        var input = InputStats(path: parts[0].inputs[0].path, kind: parts[0].inputs[0].kind)
+        for var part in parts {
             let stats = part.inputs[0]
-            if input.firstSkipped == nil, let first = stats.firstSkipped {
-                input.firstSkipped = (first.line + linesBefore, first.why)
-            }
-            input.lines += stats.lines
-            input.records += stats.records
-            input.notRecords += stats.notRecords
-            input.missingFields += stats.missingFields
+            input.add(stats, linesBefore: linesBefore)
             linesBefore += stats.lines
             part.inputs = []
             whole.merge(part)
@@ -312,6 +399,16 @@ public struct TrafficSummaryBuilder {
     private var handshakes: Set<Pair> = []
     /// (slot, exception id).
     private var exceptions: Set<Pair> = []
+    /// (slot, (group id + 1, or 0 for none) << 2 | pq_offered: 0 false, 1 true, 2 unknown).
+    private var keyExchanges: Set<Pair> = []
+    /// A HAR's entries: the app they are counted under, and the record each is written into for the
+    /// same path as a log's line.
+    private var harApp: [UInt8] = []
+    private var scratch: [UInt8] = []
+    /// `_securityDetails` seen so far (their fields joined by NUL), and what each means in the log's words.
+    private var securityKeys = Interner()
+    private var securityKey: [UInt8] = []
+    private var securityNames: [(version: String?, suite: String?, group: String?)] = []
 
     /// A destination's slot and an interned value: one hash per record and field, no nested arrays.
     private struct Pair: Hashable {
@@ -334,6 +431,16 @@ public struct TrafficSummaryBuilder {
         inputs.append(InputStats(path: path))
     }
 
+    /// Starts a HAR input whose entries are `app`'s.
+    mutating func beginHAR(path: String, app: String) {
+        inputs.append(InputStats(path: path, kind: .har))
+        harApp = Array(app.utf8)
+    }
+
+    mutating func setCreator(_ creator: String?) {
+        if !inputs.isEmpty { inputs[inputs.count - 1].creator = creator }
+    }
+
     /// One line of a log.
     public mutating func ingest(_ line: UnsafeRawBufferPointer) {
         if inputs.isEmpty { begin(path: "-") }
@@ -351,13 +458,104 @@ public struct TrafficSummaryBuilder {
             guard let time = Timestamp.milliseconds(span(fields.time, line)) else {
                 return skip(input, why: "time is not an RFC 3339 UTC timestamp", notRecord: false)
             }
+            if fields.dropped >= 0, isLogOverflow(fields, line) {
+                // Not a decision: the proxy saying how many it could not write.
+                inputs[input].overflowRecords += 1
+                inputs[input].dropped += fields.dropped
+                return
+            }
             inputs[input].records += 1
             add(fields, time: time, line: line)
         }
     }
 
+    /// The proxy's `log-overflow` record (action `error`, reason `log-overflow`).
+    private func isLogOverflow(_ fields: RecordScanner.Fields, _ line: UnsafeRawBufferPointer) -> Bool {
+        fields.reason.isPresent && !fields.reason.escaped && span(fields.reason, line).elementsEqual("log-overflow".utf8)
+            && LoggedAction(span(fields.action, line)) == .error
+    }
+
+    /// One entry of a HAR: written as the record a proxy would have logged for the load (scheme, host,
+    /// port, time, the TLS version and suite when the capture has them, action `captured`, the error
+    /// as the reason), then counted exactly as a log's line.
+    mutating func ingest(entry: HAREntry) {
+        let input = inputs.count - 1
+        inputs[input].lines += 1
+        if entry.notAnObject { return skip(input, why: "not a JSON object", notRecord: true) }
+        guard entry.hasStarted else { return skip(input, why: "no startedDateTime", notRecord: false) }
+        guard entry.hasURL else { return skip(input, why: "no request.url", notRecord: false) }
+        guard let time = entry.started.withUnsafeBytes({ Timestamp.milliseconds($0) }) else {
+            return skip(input, why: "startedDateTime is not an ISO 8601 time", notRecord: false)
+        }
+        let destination: URLDestination
+        switch URLDestination.parse(entry.url) {
+        case .success(let parsed): destination = parsed
+        case .failure(.notHTTP(let scheme)): return skip(input, why: "not an http(s) load (\(scheme):)", notRecord: false)
+        case .failure(.malformed(let why)): return skip(input, why: "request.url: \(why)", notRecord: false)
+        }
+        let scheme = destination.secure ? "https" : "http"
+        inputs[input].records += 1
+        var line = scratch
+        scratch = []
+        line.removeAll(keepingCapacity: true)
+        var fields = RecordScanner.Fields()
+        func put(_ bytes: some Collection<UInt8>) -> RecordScanner.Span {
+            let start = line.count
+            line.append(contentsOf: bytes)
+            return RecordScanner.Span(start: start, count: line.count - start, escaped: false)
+        }
+        fields.app = put(harApp)
+        fields.scheme = put(scheme.utf8)
+        // Lowercased as the proxy logs hosts (ASCII: a URL's host is punycode).
+        fields.host = put(entry.url[destination.host].lazy.map { $0 &- 0x41 < 26 ? $0 | 0x20 : $0 })
+        fields.port = destination.port
+        fields.action = put("captured".utf8)
+        if !entry.error.isEmpty {
+            let error = String(decoding: entry.error, as: UTF8.self)
+            fields.reason = put((error.hasPrefix("net::") ? error : "capture-error").utf8)
+        }
+        if destination.secure, !entry.tlsProtocol.isEmpty {
+            let security = security(entry)
+            if let version = security.version {
+                fields.tlsVersion = put(version.utf8)
+                if let suite = security.suite { fields.cipher = put(suite.utf8) }
+                if let group = security.group {
+                    fields.keyExchange = put(group.utf8)
+                    fields.keyExchangeLogged = true
+                }
+            }
+        }
+        line.withUnsafeBytes { add(fields, time: time, line: $0) }
+        scratch = line
+    }
+
+    /// The log's names for an entry's `_securityDetails`, worked out once per distinct combination (a
+    /// capture has a handful).
+    private mutating func security(_ entry: HAREntry) -> (version: String?, suite: String?, group: String?) {
+        securityKey.removeAll(keepingCapacity: true)
+        securityKey.append(contentsOf: entry.tlsProtocol)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.cipher)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.keyExchange)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.mac)
+        securityKey.append(0)
+        securityKey.append(contentsOf: entry.keyExchangeGroup)
+        let id = securityKey.withUnsafeBytes { securityKeys.id($0) }
+        if id < securityNames.count { return securityNames[id] }
+        let version = HARSecurity.tlsVersion(String(decoding: entry.tlsProtocol, as: UTF8.self))
+        let suite = HARSecurity.suite(cipher: String(decoding: entry.cipher, as: UTF8.self),
+                                      keyExchange: String(decoding: entry.keyExchange, as: UTF8.self),
+                                      mac: String(decoding: entry.mac, as: UTF8.self), version: version)
+        let group = entry.keyExchangeGroup.isEmpty ? nil : HARSecurity.group(String(decoding: entry.keyExchangeGroup, as: UTF8.self))
+        securityNames.append((version, suite, group))
+        return (version, suite, group)
+    }
+
     private mutating func skip(_ input: Int, why: String, notRecord: Bool) {
         if notRecord { inputs[input].notRecords += 1 } else { inputs[input].missingFields += 1 }
+        inputs[input].skipped[why, default: 0] += 1
         if inputs[input].firstSkipped == nil { inputs[input].firstSkipped = (inputs[input].lines, why) }
     }
 
@@ -434,6 +632,15 @@ public struct TrafficSummaryBuilder {
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
         }
+        // A null group counts only for a handshake (TLS 1.2 without (EC)DHE), not for a record that had none.
+        if fields.keyExchangeLogged, fields.keyExchange.isPresent || fields.tlsVersion.isPresent {
+            let group = fields.keyExchange.isPresent ? intern(fields.keyExchange, line) + 1 : 0
+            let value = group << 2 | (fields.pqOffered.map { $0 ? 1 : 0 } ?? 2)
+            if destinations[slot].run.keyExchange != value {
+                destinations[slot].run.keyExchange = value
+                keyExchanges.insert(Pair(slot: slot, value: value))
+            }
+        }
     }
 
     /// What a record changes in its destination, in one access. Runs of the same reason, handshake or
@@ -499,6 +706,11 @@ public struct TrafficSummaryBuilder {
                                                          cipher: cipher == 0 ? nil : strings[cipher - 1]))
         }
         for key in exceptions { result[key.slot].exceptions.insert(strings[key.value]) }
+        for key in keyExchanges {
+            let group = key.value >> 2, offered = key.value & 3
+            result[key.slot].keyExchanges.insert(KeyExchange(group: group == 0 ? nil : strings[group - 1],
+                                                             pqOffered: offered == 2 ? nil : offered == 1))
+        }
         result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
         var merged = buckets
         merged.flush()

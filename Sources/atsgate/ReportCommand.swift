@@ -7,15 +7,19 @@ import Foundation
 struct ReportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
-        abstract: "Judge decision logs under the app's policy: what would break, the fix, unused keys.",
+        abstract: "Judge decision logs and HAR captures under the app's policy: what would break, the fix, unused keys.",
         discussion: """
             Reads decision logs (JSON lines: files, directories, - for standard input, .gz by extension; \
-            logs of several proxies merge) and says per app and destination what was or would be blocked, \
-            the narrowest change to the ATS dictionary that allows it (or that no key can), and which keys no \
-            recorded decision used. --format plist prints the suggested NSAppTransportSecurity, proven \
-            against every recorded destination. Exit status: 0 when nothing was or would be blocked, 1 when \
-            something was or would be (or, for plist, the suggestion could not be proven), 2 when an input \
-            cannot be read.
+            logs of several proxies merge) and HAR 1.2 captures (.har, .har.gz; ID=FILE.har counts its \
+            entries as app ID's) and says per app and destination what was or would be blocked, the \
+            narrowest change to the ATS dictionary that allows it (keys on the exact host; a parent entry \
+            as the alternative) or that no key can, which keys no recorded decision used, and which servers \
+            answer a post-quantum key exchange offer with a classical group. --format plist prints the \
+            suggested NSAppTransportSecurity, proven against every recorded destination. With --baseline \
+            (an earlier --format json report) only findings it does not have count. Exit status: 0 when \
+            nothing new was or would be blocked, 1 when something was or would be (or, for plist, the \
+            suggestion could not be proven), 2 when an input cannot be read or a log lost decisions \
+            (log-overflow records) without --allow-incomplete.
             """
     )
 
@@ -44,8 +48,22 @@ struct ReportCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A local network (repeatable; replaces the default list).", valueName: "cidr"))
     var localNetwork: [IPNetwork] = []
 
-    @Argument(help: ArgumentHelp("Decision logs: files, directories, - for standard input; .gz is decompressed.",
-                                 valueName: "log"))
+    @Option(name: .long, help: ArgumentHelp("An earlier --format json report: only findings it does not have (new) "
+                                            + "count for the exit status; the others are unchanged or absent.", valueName: "file"))
+    var baseline: String?
+
+    @Flag(name: .long, help: ArgumentHelp("The suggested dictionary (--format plist) uses one parent entry with "
+                                          + "NSIncludesSubdomains where several subdomains need the same key."))
+    var consolidate = false
+
+    @Flag(name: .long, help: "Judge logs that lost decisions (log-overflow records) instead of exiting 2; the report still says how many are missing.")
+    var allowIncomplete = false
+
+    @Flag(name: .long, help: "A server that answered a post-quantum key exchange offer with a classical group fails the gate.")
+    var requireQuantumSecure = false
+
+    @Argument(help: ArgumentHelp("Decision logs (files, directories, - for standard input) and HAR captures (.har; "
+                                 + "ID=FILE.har for app ID); .gz is decompressed.", valueName: "log"))
     var logs: [String]
 
     func run() throws {
@@ -53,6 +71,15 @@ struct ReportCommand: ParsableCommand {
         for argument in policy {
             do {
                 policies.append(try ReportPolicy.load(argument))
+            } catch {
+                throw CommandFailure(message: error.description)
+            }
+        }
+        var settings = ReportSettings(consolidate: consolidate, requireQuantumSecure: requireQuantumSecure,
+                                      allowIncomplete: allowIncomplete)
+        if let baseline {
+            do {
+                settings.baseline = try Baseline.load(baseline)
             } catch {
                 throw CommandFailure(message: error.description)
             }
@@ -66,13 +93,16 @@ struct ReportCommand: ParsableCommand {
         guard summary.records > 0 else {
             let lines = summary.inputs.reduce(0) { $0 + $1.lines }
             let names = summary.inputs.map(\.path).joined(separator: ", ")
-            throw CommandFailure(message: "\(names.isEmpty ? "no input" : names): no atsgate decision records "
-                + "(\(lines) line\(lines == 1 ? "" : "s") read, none a decision record)")
+            let har = !summary.inputs.isEmpty && summary.inputs.allSatisfy { $0.kind == .har }
+            throw CommandFailure(message: har
+                ? "\(names): no HAR entries with an http(s) load (\(lines) entr\(lines == 1 ? "y" : "ies") read)"
+                : "\(names.isEmpty ? "no input" : names): no atsgate decision records "
+                    + "(\(lines) line\(lines == 1 ? "" : "s") read, none a decision record)")
         }
         let options = EngineOptions(profile: profile, builtinExceptions: !noBuiltinExceptions,
                                     localNetworks: localNetwork.isEmpty ? EngineOptions.defaultLocalNetworks : localNetwork,
                                     cleartext: .block)
-        let report = Report(summary: summary, policies: policies, options: options)
+        let report = Report(summary: summary, policies: policies, options: options, settings: settings)
         let output = try ReportOutput(path: self.output)
         switch format {
         case .text: output.write(report.text)
@@ -86,8 +116,13 @@ struct ReportCommand: ParsableCommand {
         case .plist: output.write(report.plist)
         }
         try output.close()
+        if report.isIncomplete, !allowIncomplete {
+            // The artefacts are written (they say so too); the gate must not pass on part of the evidence.
+            let logs = report.incompleteInputs.map(\.incompleteDescription).joined(separator: "; ")
+            throw CommandFailure(message: "incomplete evidence: \(logs); --allow-incomplete judges the rest anyway")
+        }
         guard failOn == .block else { return }
-        if report.wouldBlock || (format == .plist && !report.isProven) { throw ExitCode(1) }
+        if report.fails || (format == .plist && !report.isProven) { throw ExitCode(1) }
     }
 }
 

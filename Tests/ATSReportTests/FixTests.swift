@@ -31,22 +31,49 @@ import Testing
         #expect(app.destination("http://legacy.example.com:80")?.isBlocked == false)
     }
 
-    @Test func severalSubdomainsShareAParentEntryWhenNothingElseUnderItChanges() throws {
-        let app = try F.app("{}", [
-            F.record("http", "a.media.example.com", 80, action: "block", reason: "cleartext-http"),
-            F.record("http", "b.media.example.com", 80, action: "block", reason: "cleartext-http"),
-            F.record("http", "c.media.example.com", 8080, action: "block", reason: "cleartext-http"),
-            F.record("https", "api.example.com", 443, tls: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256"),
-        ])
-        for host in ["a", "b"] {
-            let fix = try #require(app.destination("http://\(host).media.example.com:80")?.fix)
-            #expect(fix.changes.map(\.summary) == ["NSIncludesSubdomains=YES for media.example.com",
-                                                   "NSExceptionAllowsInsecureHTTPLoads=YES for media.example.com"])
+    static let mediaLog = [
+        F.record("http", "a.media.example.com", 80, action: "block", reason: "cleartext-http"),
+        F.record("http", "b.media.example.com", 80, action: "block", reason: "cleartext-http"),
+        F.record("http", "c.media.example.com", 8080, action: "block", reason: "cleartext-http"),
+        F.record("https", "api.example.com", 443, tls: "TLSv1.3", cipher: "TLS_AES_128_GCM_SHA256"),
+    ]
+
+    @Test func theFixIsOnTheExactHostAndTheParentEntryIsTheAlternative() throws {
+        let app = try F.app("{}", Self.mediaLog)
+        for host in ["a", "b", "c"] {
+            let port = host == "c" ? 8080 : 80
+            let fix = try #require(app.destination("http://\(host).media.example.com:\(port)")?.fix)
+            #expect(fix.changes.map(\.summary) == ["NSExceptionAllowsInsecureHTTPLoads=YES for \(host).media.example.com"],
+                    "the narrowest key: on the host itself")
             #expect(fix.verified)
-            #expect(fix.scope?.contains("a.media.example.com, b.media.example.com, c.media.example.com") == true)
+            let alternative = try #require(fix.alternative, "the parent entry beside it")
+            #expect(alternative.changes.map(\.summary) == ["NSIncludesSubdomains=YES for media.example.com",
+                                                           "NSExceptionAllowsInsecureHTTPLoads=YES for media.example.com"])
+            #expect(alternative.hosts == ["a.media.example.com", "b.media.example.com", "c.media.example.com"])
+            #expect(alternative.destinations == 3)
+            #expect(alternative.others == 0)
+            #expect(alternative.opens.contains("media.example.com itself and every other subdomain of it"))
         }
         #expect(app.suggestion.isProven)
-        #expect(app.changes.count == 2, "one entry, not three")
+        #expect(app.changes.map(\.summary) == ["NSExceptionAllowsInsecureHTTPLoads=YES for a.media.example.com",
+                                               "NSExceptionAllowsInsecureHTTPLoads=YES for b.media.example.com",
+                                               "NSExceptionAllowsInsecureHTTPLoads=YES for c.media.example.com"],
+                "the suggested dictionary opens only the hosts recorded")
+    }
+
+    @Test func consolidateSuggestsTheParentEntryInstead() throws {
+        let app = try F.app("{}", Self.mediaLog, settings: ReportSettings(consolidate: true))
+        #expect(app.changes.map(\.summary) == ["NSIncludesSubdomains=YES for media.example.com",
+                                               "NSExceptionAllowsInsecureHTTPLoads=YES for media.example.com"], "one entry, not three")
+        #expect(app.suggestion.isProven)
+        // The per-destination fix stays the narrowest either way.
+        #expect(try changes(app, "http://a.media.example.com:80") == ["NSExceptionAllowsInsecureHTTPLoads=YES for a.media.example.com"])
+        let plist = Report(summary: F.summary(Self.mediaLog), policies: [try F.policy("{}")], options: EngineOptions(),
+                           settings: ReportSettings(consolidate: true)).plist
+        #expect(plist.contains("<key>media.example.com</key>"))
+        #expect(!plist.contains("<key>a.media.example.com</key>"))
+        let narrow = try F.report("{}", Self.mediaLog).plist
+        #expect(narrow.contains("<key>a.media.example.com</key>") && !narrow.contains("<key>media.example.com</key>"))
     }
 
     @Test func aParentIsNotSuggestedWhenItWouldTurnOffCertificateChecksForAnotherHost() throws {
@@ -59,6 +86,7 @@ import Testing
         ])
         #expect(try changes(app, "http://a.media.example.com:80") == ["NSExceptionAllowsInsecureHTTPLoads=YES for a.media.example.com"])
         #expect(try changes(app, "http://b.media.example.com:80") == ["NSExceptionAllowsInsecureHTTPLoads=YES for b.media.example.com"])
+        #expect(app.destination("http://a.media.example.com:80")?.fix?.alternative == nil, "no parent, not even as an alternative")
     }
 
     @Test func aSharedPublicSuffixIsNeverTheParent() throws {

@@ -139,30 +139,15 @@ import Testing
 
     // MARK: files, directories, gzip
 
-    private func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-report-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
-    private func gzip(_ path: String) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-f", path]
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-    }
-
     @Test func gzipDirectoriesAndConcatenatedMembersAreRead() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let first = (0..<3000).map { ReportFixtures.record("http", "a\($0 % 7).example.com", 80) }.joined(separator: "\n") + "\n"
         let second = (0..<5).map { _ in ReportFixtures.record("https", "b.example.com", 443) }.joined(separator: "\n")
         try first.write(to: directory.appendingPathComponent("one.log"), atomically: true, encoding: .utf8)
         try second.write(to: directory.appendingPathComponent("two.log"), atomically: true, encoding: .utf8)
-        try gzip(directory.appendingPathComponent("one.log").path)
-        try gzip(directory.appendingPathComponent("two.log").path)
+        try ReportFixtures.gzip(directory.appendingPathComponent("one.log").path)
+        try ReportFixtures.gzip(directory.appendingPathComponent("two.log").path)
         // Two gzip members in one file, as `cat a.gz b.gz` makes.
         var joined = try Data(contentsOf: directory.appendingPathComponent("one.log.gz"))
         joined.append(try Data(contentsOf: directory.appendingPathComponent("two.log.gz")))
@@ -177,12 +162,12 @@ import Testing
     }
 
     @Test func aTruncatedGzipIsAnErrorNamingTheFile() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("cut.log")
         try (0..<2000).map { ReportFixtures.record("http", "a\($0).example.com", 80) }.joined(separator: "\n")
             .write(to: path, atomically: true, encoding: .utf8)
-        try gzip(path.path)
+        try ReportFixtures.gzip(path.path)
         let data = try Data(contentsOf: URL(fileURLWithPath: path.path + ".gz"))
         try data.prefix(data.count / 2).write(to: URL(fileURLWithPath: path.path + ".gz"))
         #expect {
@@ -194,7 +179,7 @@ import Testing
     }
 
     @Test func garbageNamedGzIsAnError() throws {
-        let directory = try temporaryDirectory()
+        let directory = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let path = directory.appendingPathComponent("plain.log.gz").path
         try "not compressed at all\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -206,7 +191,7 @@ import Testing
 extension LogReadingTests {
     @Test(arguments: [2, 3, 7])
     func aFileReadInPartsGivesTheSameSummaryAsOnePass(parts: Int) throws {
-        let directory = try temporaryDirectory()
+        let directory = try ReportFixtures.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         var lines = ["atsgate: listening on 127.0.0.1:3128"]
         for index in 0..<4000 {

@@ -36,15 +36,48 @@ enum ReportFixtures {
     }
 
     /// Judges `lines` under the JSON policy; the only app's report.
-    static func app(_ policyJSON: String, _ lines: [String], profile: Profile = .ios17) throws -> AppReport {
+    static func app(_ policyJSON: String, _ lines: [String], profile: Profile = .ios17,
+                    settings: ReportSettings = ReportSettings()) throws -> AppReport {
         let report = Report(summary: summary(lines), policies: [try policy(policyJSON)],
-                            options: EngineOptions(profile: profile))
+                            options: EngineOptions(profile: profile), settings: settings)
         guard report.apps.count == 1 else { throw FixtureError("expected one app, got \(report.apps.map(\.app))") }
         return report.apps[0]
     }
 
-    static func report(_ policyJSON: String, _ lines: [String]) throws -> Report {
-        Report(summary: summary(lines), policies: [try policy(policyJSON)], options: EngineOptions())
+    static func report(_ policyJSON: String, _ lines: [String], settings: ReportSettings = ReportSettings()) throws -> Report {
+        Report(summary: summary(lines), policies: [try policy(policyJSON)], options: EngineOptions(), settings: settings)
+    }
+}
+
+extension ReportFixtures {
+    /// `bytes` with one to four bytes replaced, by JSON's structural bytes or any byte: what a reader of
+    /// untrusted input must survive.
+    static func corrupt(_ bytes: [UInt8], using generator: inout some RandomNumberGenerator) -> [UInt8] {
+        let interesting: [UInt8] = [0x22, 0x5C, 0x7B, 0x7D, 0x5B, 0x5D, 0x3A, 0x2C, 0x00, 0x0A, 0xFF, 0x20]
+        var bytes = bytes
+        for _ in 0..<Int.random(in: 1...4, using: &generator) {
+            let at = Int.random(in: 0..<bytes.count, using: &generator)
+            bytes[at] = Bool.random(using: &generator) ? interesting.randomElement(using: &generator)!
+                : UInt8.random(in: 0...255, using: &generator)
+        }
+        return bytes
+    }
+
+    /// A new directory under the system's temporary directory (the caller removes it).
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-report-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Compresses `path` with gzip(1) into `path.gz` (keeping `path` when asked).
+    static func gzip(_ path: String, keep: Bool = false) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+        process.arguments = ["-f"] + (keep ? ["-k"] : []) + [path]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw FixtureError("gzip \(path) exited \(process.terminationStatus)") }
     }
 }
 
