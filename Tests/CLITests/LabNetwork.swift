@@ -110,7 +110,12 @@ final class WitnessOrigin {
 
 enum Fixtures {
     static func path(_ name: String) -> String {
+        repository("Tests/Fixtures/\(name)")
+    }
+
+    /// A file of the repository (what deploy/ ships, say).
+    static func repository(_ path: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/\(name)").path
+            .deletingLastPathComponent().appendingPathComponent(path).path
     }
 }

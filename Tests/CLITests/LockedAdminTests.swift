@@ -104,3 +104,53 @@ import TestSupport
         #expect(!log.contains("s3cret") && !log.contains("ann:wrong"), "passwords are never logged")
     }
 }
+
+/// The scrape config deploy/ ships, in a real Prometheus against the real daemon: with the shipped
+/// credentials the target is up; the same job with a wrong password is down with a 401.
+@Suite(.serialized) struct ShippedScrapeConfigTests {
+    @Test func prometheusScrapesTheLockedAdminWithTheShippedConfig() throws {
+        let directory = try TemporaryDirectory()
+        let users = try directory.write("admins", try DeviceLabTests.sha512Line("prometheus", "scrape-me") + "\n")
+        let daemon = try Daemon(["--admin", "127.0.0.1:0", "--admin-auth", users])
+        let adminPort = try daemon.adminPort()
+        let right = try directory.write("right.password", "scrape-me")
+        let wrong = try directory.write("wrong.password", "guess")
+
+        // The shipped job as it is, pointed at this daemon; a copy of it with the wrong password.
+        let shipped = try String(contentsOfFile: Fixtures.repository("deploy/prometheus/scrape-atsgate.yml"), encoding: .utf8)
+        #expect(shipped.contains("basic_auth:"))
+        let job = shipped.components(separatedBy: "scrape_configs:\n")[1]
+            .replacing("127.0.0.1:9090", with: "127.0.0.1:\(adminPort)")
+            .replacing("/etc/prometheus/atsgate-admin.password", with: right)
+        let wrongJob = job.replacing("job_name: atsgate", with: "job_name: atsgate-wrong").replacing(right, with: wrong)
+        let config = try directory.write("prometheus.yml", "global:\n  scrape_interval: 1s\nscrape_configs:\n" + job + wrongJob)
+        let checked = try Subprocess.run("/usr/bin/promtool", ["check", "config", config])
+        #expect(checked.status == 0, "\(checked.stdout)\(checked.stderr)")
+
+        let webPort = try freePort()
+        let prometheus = try BackgroundProcess("/usr/bin/prometheus", [
+            "--config.file=\(config)", "--storage.tsdb.path=\(directory.url.appendingPathComponent("tsdb").path)",
+            "--web.listen-address=127.0.0.1:\(webPort)",
+        ])
+        defer { prometheus.stop() }
+        // Both targets scraped at least once (bounded: Prometheus starts slowly on a loaded machine).
+        var health: [String: (String, String)] = [:]
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            if let targets = try? Subprocess.curl(["http://127.0.0.1:\(webPort)/api/v1/targets"]),
+               let object = try? JSONSerialization.jsonObject(with: Data(targets.stdout.utf8)) as? [String: Any],
+               let active = (object["data"] as? [String: Any])?["activeTargets"] as? [[String: Any]] {
+                for target in active {
+                    let job = (target["labels"] as? [String: Any])?["job"] as? String ?? "?"
+                    health[job] = (target["health"] as? String ?? "?", target["lastError"] as? String ?? "")
+                }
+                if health.count == 2, health.values.allSatisfy({ $0.0 != "unknown" }) { break }
+            }
+            usleep(250_000)
+        }
+        #expect(health["atsgate"]?.0 == "up", "\(health)")
+        #expect(health["atsgate-wrong"]?.0 == "down", "\(health)")
+        #expect(health["atsgate-wrong"]?.1.contains("401") == true, "\(health)")
+        _ = daemon.process.stop()
+    }
+}
