@@ -95,9 +95,10 @@ package final class LoginThrottle: Sendable {
 
     /// Makes room for one more address: every drained bucket goes; if none has, the emptiest one.
     private func evict(_ table: inout [IPAddress: Bucket], now: Double) {
-        table = table.filter { $0.value.level(at: now, leak: limits.leakSeconds) > 0 }
+        let leak = limits.leakSeconds
+        table = table.filter { $0.value.level(at: now, leak: leak) > 0 }
         guard table.count >= limits.capacity,
-              let emptiest = table.min(by: { $0.value.level(at: now, leak: limits.leakSeconds) < $1.value.level(at: now, leak: limits.leakSeconds) })
+              let emptiest = table.min(by: { $0.value.level(at: now, leak: leak) < $1.value.level(at: now, leak: leak) })
         else { return }
         table[emptiest.key] = nil
     }

@@ -148,8 +148,10 @@ import TestSupport
         let unrouted = try Self.send(network, from: LabNetwork.lanServer, ["GET http://127.0.0.1:8080/", "GET http://127.0.0.2:8080/"])
         #expect(unrouted.map { $0["status"] as? Int ?? 0 } == [403, 200], "\(unrouted)")
         // An explicit deny holds for a client on the proxy host too.
-        let local = try network.call(in: network.hostPID, "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10",
-                                                                             "-x", "http://127.0.0.1:3128", "http://\(LabNetwork.lanServer):8081/"])
+        let local = try network.call(in: network.hostPID, "/usr/bin/curl", [
+            "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-x", "http://127.0.0.1:3128",
+            "http://\(LabNetwork.lanServer):8081/",
+        ])
         #expect(local.stdout == "403", "\(local.stdout)\(local.stderr)")
 
         let records = try Self.records(daemon, expected: 9)
@@ -168,6 +170,28 @@ import TestSupport
         let reached = Set(hostOrigin.accepted.map { String($0.prefix { $0 != " " }) })
         #expect(reached == ["::ffff:169.254.169.254:8080", "::ffff:127.0.0.1:8080", "::ffff:127.0.0.2:8080"], "\(hostOrigin.accepted)")
         #expect(lanOrigin.accepted.isEmpty, "\(lanOrigin.accepted)")
+    }
+
+    /// `--cleartext upgrade` connects on its own (to the TLS port): the same check holds there.
+    @Test func theUpgradePathIsCheckedToo() throws {
+        let network = try LabNetwork()
+        let hostOrigin = try WitnessOrigin(network, in: network.hostPID, listen: ["[::]:8443"])
+        let lanOrigin = try WitnessOrigin(network, in: network.lanPID, listen: ["\(LabNetwork.lanServer):8443"])
+        let daemon = try Self.daemon(network, [
+            "--listen", Self.proxy, "--allow-client", "198.18.0.0/15", "--cleartext", "upgrade",
+            "--upgrade-port", "8080=8443", "--handshake-timeout", "2",
+            "--resolve", "internal.lab=127.0.0.1", "--resolve", "lanhost.lab=\(LabNetwork.lanServer)",
+        ])
+        let results = try Self.send(network, ["GET http://internal.lab:8080/", "GET http://lanhost.lab:8080/"])
+        #expect(results.first?["status"] as? Int == 403, "\(results)")
+        #expect(results.first?["reason"] as? String == "destination-not-allowed", "\(results)")
+        // The LAN's server is reached over TLS (the witness speaks none, so the upgrade fails: 504 or 502).
+        #expect([502, 504].contains(results.last?["status"] as? Int ?? 0), "\(results)")
+        let records = try Self.records(daemon, expected: 2)
+        #expect(records.contains { $0["reason"] as? String == "destination-not-allowed"
+                                   && ($0["message"] as? String)?.hasPrefix("destination internal.lab (127.0.0.1)") == true }, "\(records)")
+        #expect(hostOrigin.accepted.isEmpty, "\(hostOrigin.accepted)")
+        #expect(!lanOrigin.accepted.isEmpty, "\(lanOrigin.accepted)")
     }
 
     @Test func badDestinationPatternsStopTheStartNamingTheFlag() throws {
