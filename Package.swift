@@ -74,7 +74,7 @@ let package = Package(
 
         // 5. The operator's side.
         // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
-        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyCore"],
+        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyAccess", "ProxyCore"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
         // judged again under the app's policy, and rendered.

@@ -22,6 +22,8 @@ final class Bench {
     let loadgen: String
     let floor: String
     let atsgate: String
+    /// `--atsgate-arguments`: added to every atsgate command line.
+    let atsgateArguments: [String]
     /// Why atsgate's column is n/a (its build failed, or `atsgate run` is not there), or nil.
     var atsgateNote: String?
     /// Which TLS flags `atsgate run` lacks, or nil when it has them all.
@@ -51,6 +53,7 @@ final class Bench {
         floor = tmp + "/floor"
         let environment = ProcessInfo.processInfo.environment
         atsgate = environment["ATSGATE_BIN"] ?? root + "/.build/release/atsgate"
+        atsgateArguments = options.atsgateArguments.split(separator: " ").map(String.init)
         if options.atsgateBuildFailed { atsgateNote = "atsgate build failed" }
         loadAverageAtStart = (ProcFS.read("/proc/loadavg") ?? "").split(separator: " ").prefix(3).joined(separator: " ")
     }

@@ -77,7 +77,7 @@ extension Bench {
                 case .plain: break
                 }
             }
-            return try Command.start(atsgate, arguments, stdout: decisions, stderr: log)
+            return try Command.start(atsgate, arguments + atsgateArguments, stdout: decisions, stderr: log)
         }
     }
 

@@ -38,6 +38,11 @@ struct ProxyBenchmark: ParsableCommand {
     @Option(help: "Idle tunnels to hold for the RSS row (try 10000).")
     var idle = 1500
 
+    @Option(name: .customLong("atsgate-arguments"), help: ArgumentHelp(
+        "Extra arguments for every atsgate the run starts, split at spaces (e.g. destination ACL rules).",
+        valueName: "arguments"))
+    var atsgateArguments = ""
+
     @Option(help: ArgumentHelp("Seconds per measurement (default 10, or 2 with --quick).", valueName: "seconds"))
     var duration: Int?
 

@@ -30,6 +30,7 @@ public struct DestinationJudge: Sendable {
     /// The proxy's own refusals: not ATS, so no key of the app's dictionary changes them.
     static let proxyReasons: Set<String> = [
         "client-not-allowed", "port-not-allowed", "auth-required", "no-policy", BlockReason.sniMismatch.rawValue,
+        "destination-not-allowed", "auth-throttled",
     ]
 
     /// The destination as the engine sees it; nil when the log's scheme or host is not one.
@@ -129,6 +130,8 @@ public struct DestinationJudge: Sendable {
         case "client-not-allowed": "the proxy refused the client (its --allow-client list), not ATS"
         case "auth-required": "the proxy asked for credentials the client did not give, not ATS"
         case "no-policy": "no policy was routed to this client (--unrouted block), not ATS"
+        case "destination-not-allowed": "the proxy's destination ACL refused the address (--allow-dest, --deny-dest), not ATS"
+        case "auth-throttled": "the proxy refused logins after too many failed ones from the client's address, not ATS"
         default: "the ClientHello's server name differed from the CONNECT host (the proxy's own rule, not ATS)"
         }
     }

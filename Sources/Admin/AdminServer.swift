@@ -1,14 +1,18 @@
+import ATSPolicy
 import Dispatch
 import EventLoop
 import Glibc
 import HTTP1
 import POSIX
+import ProxyAccess
 import ProxyCore
 
 /// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running),
 /// `/readyz` (accepting; 503 once a stop began), the live page `/` and its event stream `/events`.
 /// It lives on the proxy's first loop; each request is answered and the connection closed, which is
 /// all a scraper or a probe needs, except the event stream, which stays open until the page goes.
+/// With `--admin-auth` everything but the probes asks for Basic credentials (401), checked off the
+/// loop and slowed per client address as proxy logins are.
 public final class AdminServer: @unchecked Sendable {
     private let fd: Int32
     private let loop: EventLoop
@@ -49,7 +53,11 @@ public final class AdminServer: @unchecked Sendable {
     private func accept() {
         for _ in 0..<16 {
             guard let client = try? SystemCall.accept(fd) else { return }
-            AdminExchange(fd: client.fd, loop: loop, server: server, feed: feed).start()
+            guard let peer = client.peer else {
+                SystemCall.close(client.fd)
+                continue
+            }
+            AdminExchange(fd: client.fd, peer: peer.ip, loop: loop, server: server, feed: feed).start()
         }
     }
 }
@@ -57,6 +65,8 @@ public final class AdminServer: @unchecked Sendable {
 /// One admin request and its answer.
 private final class AdminExchange {
     private let channel: Channel
+    /// The client's address: failed logins are counted per address.
+    private let peer: IPAddress
     private let loop: EventLoop
     private weak var server: ProxyServer?
     private let feed: LiveFeed
@@ -74,8 +84,13 @@ private final class AdminExchange {
     /// Keeps the exchange alive while it waits for the socket (channels hold handlers, not owners).
     private var retainSelf: AdminExchange?
 
-    init(fd: Int32, loop: EventLoop, server: ProxyServer?, feed: LiveFeed) {
+    /// What probes ask for: open even with --admin-auth, so a kubelet or `atsgate health` needs no secret.
+    static let openPaths: Set<Substring> = ["/healthz", "/readyz"]
+    static let realm = "Basic realm=\"atsgate admin\""
+
+    init(fd: Int32, peer: IPAddress, loop: EventLoop, server: ProxyServer?, feed: LiveFeed) {
         channel = Channel(fd: fd, poller: loop.poller)
+        self.peer = peer
         self.loop = loop
         self.server = server
         self.feed = feed
@@ -115,6 +130,59 @@ private final class AdminExchange {
         guard method == "GET" || method == "HEAD" else { return respond(405, "GET only\n", headers: [("Allow", "GET, HEAD")]) }
         let head = method == "HEAD"
         guard let server else { return respond(503, "stopping\n", head: head) }
+        if !Self.openPaths.contains(path), let authenticator = server.adminAuthenticator {
+            return authorize(authenticator, server.loginThrottle, head: head) { [self] in
+                serve(path: path, query: query, head: head, server: server)
+            }
+        }
+        serve(path: path, query: query, head: head, server: server)
+    }
+
+    // MARK: credentials (--admin-auth)
+
+    /// Calls `proceed` once the request's `Authorization: Basic` names a user of the admin file
+    /// (remembered credentials at once, others hashed on the blocking pool); answers 401 or 429
+    /// otherwise.
+    private func authorize(_ authenticator: ProxyAuthenticator, _ throttle: LoginThrottle, head: Bool,
+                           proceed: @escaping () -> Void) {
+        let field = self.field("authorization")
+        if let token = ProxyAuthenticator.basicToken(field) {
+            if let retryAfter = throttle.refusal(peer, now: monotonic()) { return throttled(retryAfter, head: head) }
+            if authenticator.knownUser(token) != nil { return proceed() }
+        }
+        guard let credentials = ProxyAuthenticator.basicCredentials(field) else {
+            return respond(401, "credentials required (Authorization: Basic)\n", head: head,
+                           headers: [("WWW-Authenticate", Self.realm)])
+        }
+        let delay: Double
+        switch throttle.admit(peer, now: monotonic()) {
+        case .refuse(let retryAfter): return throttled(retryAfter, head: head)
+        case .proceed(let wait): delay = wait
+        }
+        let loop = self.loop, peer = self.peer
+        let check = { [self] in
+            BlockingPool.shared.submit {
+                let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
+                loop.execute { [self] in
+                    guard valid else {
+                        return respond(401, "wrong user or password\n", head: head, headers: [("WWW-Authenticate", Self.realm)])
+                    }
+                    authenticator.remember(credentials.token, user: credentials.user)
+                    throttle.succeeded(peer, now: monotonic())
+                    proceed()
+                }
+            }
+        }
+        // The exchange's own 5 s limit gives way to the delay; the answer ends the exchange.
+        if delay > 0 { loop.clock.schedule(self, after: delay, repeating: false, check) } else { check() }
+    }
+
+    private func throttled(_ retryAfter: Int, head: Bool) {
+        respond(429, "too many failed logins from \(peer); retry after \(retryAfter) s\n", head: head,
+                headers: [("Retry-After", String(retryAfter))])
+    }
+
+    private func serve(path: Substring, query: Substring, head: Bool, server: ProxyServer) {
         switch path {
         case "/metrics":
             server.collectMetrics(on: loop.queue) { [self] metrics in
@@ -167,10 +235,15 @@ private final class AdminExchange {
 
     /// An EventSource that reconnects names the last record it had.
     private func lastEventID() -> Int? {
+        field("last-event-id").flatMap { Int($0) }
+    }
+
+    /// The value of the request's first field named `name` (lowercase), trimmed; nil without one.
+    private func field(_ name: String) -> String? {
         let text = String(decoding: request, as: UTF8.self)
-        guard let line = text.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("last-event-id:") })
+        guard let line = text.split(separator: "\r\n").dropFirst().first(where: { $0.lowercased().hasPrefix(name + ":") })
         else { return nil }
-        return Int(line.dropFirst("last-event-id:".count).trimmingCharacters(in: .whitespaces))
+        return line.dropFirst(name.count + 1).trimmingCharacters(in: .whitespaces)
     }
 
     /// Server-sent events, one decision record per event: the kept records after `after` (all of

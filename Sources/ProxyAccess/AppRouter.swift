@@ -65,14 +65,62 @@ public enum RouteRule: Sendable, Equatable {
     }
 }
 
-/// A rule and the index (in `ProxyConfiguration.apps`) of the policy it selects.
+/// A rule and the index (in `ProxyConfiguration.apps`) of the policy it selects, with what else the
+/// route carries (its own destination rules).
 public struct Route: Sendable {
     public var rule: RouteRule
     public var app: Int
-    public init(rule: RouteRule, app: Int) {
+    /// `allow-dest=` and `deny-dest=` options: added to the global `--allow-dest`/`--deny-dest` for
+    /// the requests this route selects.
+    public var destinations: DestinationRules
+    /// The route as given (`client:198.18.0.0/15=com.example.lab`), for messages.
+    public var name: String
+
+    public init(rule: RouteRule, app: Int, destinations: DestinationRules = DestinationRules(), name: String = "") {
         self.rule = rule
         self.app = app
+        self.destinations = destinations
+        self.name = name
     }
+
+    /// One `--route` value read: `RULE=ID`, then options after commas
+    /// (`client:198.18.0.0/15=com.example.lab,allow-dest=10.9.0.0/16,deny-dest=.corp.example`).
+    public struct Text: Sendable {
+        public var rule: RouteRule
+        public var id: String
+        public var destinations = DestinationRules()
+        /// `RULE=ID` without the options.
+        public var name: String
+    }
+
+    /// Parses a `--route` value; the error says what is wrong with it.
+    public static func parse(_ text: String) -> Result<Text, RouteError> {
+        var parts = text.split(separator: ",", omittingEmptySubsequences: false)[...]
+        let head = parts.removeFirst()
+        guard let equals = head.lastIndex(of: "="), let rule = RouteRule(parsing: head[..<equals]) else {
+            return .failure(RouteError(route: text, problem: "expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID"))
+        }
+        var parsed = Text(rule: rule, id: String(head[head.index(after: equals)...]), name: String(head))
+        for option in parts {
+            let (key, value) = option.firstIndex(of: "=").map { (option[..<$0], option[option.index(after: $0)...]) }
+                ?? (option, "")
+            guard key == "allow-dest" || key == "deny-dest" else {
+                return .failure(RouteError(route: text, problem: "unknown option '\(key)' (expected allow-dest=, deny-dest=)"))
+            }
+            guard let pattern = DestinationPattern(parsing: value) else {
+                return .failure(RouteError(route: text, problem: "\(key)=\(value): expected a CIDR, an address, a NAME or a .SUFFIX"))
+            }
+            if key == "allow-dest" { parsed.destinations.allow.append(pattern) } else { parsed.destinations.deny.append(pattern) }
+        }
+        return .success(parsed)
+    }
+}
+
+/// Why a `--route` value was refused.
+public struct RouteError: Error, Sendable, CustomStringConvertible {
+    public var route: String
+    public var problem: String
+    public var description: String { "--route \(route): \(problem)" }
 }
 
 /// What a request no rule matched gets (`--unrouted`).
@@ -115,7 +163,14 @@ package struct AppRouter: Sendable {
 
     /// The app index (nil: blocked, no policy) and the step that chose it.
     package func select(user: String?, client: IPAddress, port: Int, product: String?) -> (app: Int?, kind: RouteKind) {
-        for route in routes {
+        let chosen = choose(user: user, client: client, port: port, product: product)
+        return (chosen.app, chosen.kind)
+    }
+
+    /// `select`, with the index in `routes` of the explicit route that matched (nil for automatic
+    /// and unrouted requests): what else the route carries applies to the request.
+    package func choose(user: String?, client: IPAddress, port: Int, product: String?) -> (app: Int?, kind: RouteKind, route: Int?) {
+        for (index, route) in routes.enumerated() {
             let matches: Bool
             switch route.rule {
             case .user(let name): matches = user == name
@@ -123,12 +178,12 @@ package struct AppRouter: Sendable {
             case .port(let listening): matches = listening == port
             case .agent(let name): matches = product == name
             }
-            if matches { return (route.app, route.rule.kind) }
+            if matches { return (route.app, route.rule.kind, index) }
         }
-        if let product, let app = byProduct[product] { return (app, .agentAuto) }
+        if let product, let app = byProduct[product] { return (app, .agentAuto, nil) }
         switch unrouted {
-        case .app(let index): return (index, .default)
-        case .block: return (nil, .default)
+        case .app(let index): return (index, .default, nil)
+        case .block: return (nil, .default, nil)
         }
     }
 

@@ -25,6 +25,10 @@ public struct ProxyConfiguration: Sendable {
     public var unrouted: Unrouted = .app(0)
     /// `--auth-file`: Basic proxy authentication against these users; none when nil.
     public var passwords: PasswordFile?
+    /// `--allow-dest` and `--deny-dest`: the destination ACL's explicit rules (routes may add theirs).
+    public var destinations = DestinationRules()
+    /// `--admin-auth`: the users the admin window asks for (/metrics, the live page); open when nil.
+    public var adminPasswords: PasswordFile?
     /// `--pac FILE`: served at /proxy.pac and /wpad.dat instead of the generated one.
     public var pacFile: String?
     public var mode: ProxyMode = .enforce

@@ -51,11 +51,18 @@ extension ProxyConnection {
 
     // MARK: proxy authentication
 
-    /// Checks the request's Basic credentials: known ones at once; new ones on the blocking pool.
+    /// Checks the request's Basic credentials: known ones at once; new ones on the blocking pool,
+    /// after the delay the client address's failed logins have earned (LoginThrottle), or not at all
+    /// once they are too many (429).
     func authenticate(_ head: RequestHead, _ authenticator: ProxyAuthenticator) {
         let field = head.field(.proxyAuthorization)
+        let throttle = context.shared.loginThrottle
         if let token = ProxyAuthenticator.basicToken(field) {
             if token == verifiedCredentials, proxyUser != nil { return dispatch(head) }
+            // A throttled address gets no answer about any password, not even a remembered one.
+            if let retryAfter = throttle.refusal(clientAddress.ip, now: monotonic()) {
+                return throttled(ProxyAuthenticator.basicCredentials(field)?.user, retryAfter: retryAfter)
+            }
             if let user = authenticator.knownUser(token) {
                 verifiedCredentials = token
                 proxyUser = user
@@ -67,19 +74,37 @@ extension ProxyConnection {
             return challenge(head, field == nil ? "proxy authentication required (Proxy-Authorization: Basic)"
                                                 : "Proxy-Authorization is not valid Basic credentials")
         }
+        let delay: Double
+        switch throttle.admit(clientAddress.ip, now: monotonic()) {
+        case .refuse(let retryAfter): return throttled(credentials.user, retryAfter: retryAfter)
+        case .proceed(let wait): delay = wait
+        }
         enterAuthenticating(head)
         let loop = self.loop
-        BlockingPool.shared.submit {
-            let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
-            loop.execute { [self] in
-                authenticated(head, user: credentials.user, token: credentials.token, valid: valid, authenticator)
+        let check = {
+            BlockingPool.shared.submit {
+                let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
+                loop.execute { [self] in
+                    authenticated(head, user: credentials.user, token: credentials.token, valid: valid, authenticator)
+                }
             }
         }
+        if delay > 0 { arm(after: delay, check) } else { check() }
+    }
+
+    /// 429 for a client address with too many failed logins; the connection closes.
+    private func throttled(_ user: String?, retryAfter: Int) {
+        verifiedCredentials = nil
+        proxyUser = nil
+        record.proxyUser = user
+        respond(.throttle(message: "too many failed proxy logins from \(clientAddress.ip); retry after \(retryAfter) s",
+                          retryAfter: retryAfter))
     }
 
     private func authenticated(_ head: RequestHead, user: String, token: [UInt8], valid: Bool,
                                _ authenticator: ProxyAuthenticator) {
         guard case .authenticating = state else { return }
+        if valid { context.shared.loginThrottle.succeeded(clientAddress.ip, now: monotonic()) }
         guard valid else {
             proxyUser = nil
             let problem = authenticator.file.hashes[user] == nil ? "unknown proxy user '\(user)'"

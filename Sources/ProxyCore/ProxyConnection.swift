@@ -101,6 +101,8 @@ package final class ProxyConnection {
     let localPort: Int
     /// The policy (index into the router's apps) of the current request.
     var app = 0
+    /// The destination ACL of the current request (index into the context's: 0 global, 1+ a route's).
+    var routeACL = 0
     /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
@@ -305,8 +307,9 @@ package final class ProxyConnection {
         record.proxyUser = proxyUser
         let router = context.router
         let product = AppRouter.product(ofUserAgent: record.userAgent)
-        let (selected, kind) = router.select(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
+        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
         record.route = kind
+        routeACL = route.map { $0 + 1 } ?? 0
         guard let selected else {
             let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
             return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
@@ -351,7 +354,12 @@ package final class ProxyConnection {
             switch result {
             case .failure(let error):
                 enforce(.fail(.upstreamDNS, status: 502, message: error.message))
-            case .success(let addresses):
+            case .success(let resolved):
+                let addresses: [IPAddress]
+                switch permittedAddresses(resolved, for: destination) {
+                case .allowed(let permitted): addresses = permitted
+                case .denied(let verdict): return respond(verdict)
+                }
                 let candidates = addresses.map { SocketAddress(ip: $0, port: destination.port) }
                 if pooled {
                     for address in candidates {
@@ -441,6 +449,10 @@ package final class ProxyConnection {
             // Enforced in report mode too: the proxy's access rule, not ATS.
             record.action = .block
             record.reason = .ats(.authRequired)
+            record.message = message
+        case .throttle(let message, _):
+            record.action = .block
+            record.reason = .authThrottled
             record.message = message
         case .serve:
             record.action = .allow

@@ -1,5 +1,6 @@
 import ATSPolicy
 import DNS
+import POSIX
 import ProxyAccess
 import Synchronization
 
@@ -21,6 +22,11 @@ package final class ProxyContext: Sendable {
     let router: AppRouter
     /// Checks Proxy-Authorization (--auth-file); nil when the proxy is open.
     let authenticator: ProxyAuthenticator?
+    /// Checks the admin window's Authorization (--admin-auth); nil when it is open.
+    let adminAuthenticator: ProxyAuthenticator?
+    /// The destination ACL: [0] for requests no explicit route chose, [i + 1] for those of route i
+    /// (the global rules with the route's own added).
+    let destinationACLs: [DestinationACL]
 
     init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
         self.configuration = configuration
@@ -31,11 +37,38 @@ package final class ProxyContext: Sendable {
             : configuration.apps
         router = AppRouter(apps: apps, routes: configuration.routes, unrouted: configuration.unrouted)
         authenticator = configuration.passwords.map(ProxyAuthenticator.init(file:))
+        adminAuthenticator = configuration.adminPasswords.map(ProxyAuthenticator.init(file:))
+        let own = ProxyContext.ownAddresses(configuration)
+        destinationACLs = [DestinationACL(rules: configuration.destinations, ownAddresses: own)]
+            + configuration.routes.map { route in
+                DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
+            }
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
         resolver = Resolver(pinned: configuration.resolve)
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)
+    }
+
+    /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy
+    /// and admin), and for a listener on 0.0.0.0 or :: every address of the host's interfaces.
+    static func ownAddresses(_ configuration: ProxyConfiguration) -> [(address: IPAddress, listener: String)] {
+        let listeners = configuration.listen.map { ($0, "the proxy listens on \($0)") }
+            + (configuration.admin.map { [($0, "the admin listener is on \($0)")] } ?? [])
+        var own: [(address: IPAddress, listener: String)] = []
+        var interfaces: [IPAddress]?
+        for (address, listener) in listeners {
+            switch address.ip {
+            case .v4(0), .v6(0):
+                interfaces = interfaces ?? InterfaceAddresses.all()
+                // A :: listener takes IPv4 too (dual stack); 0.0.0.0 only IPv4.
+                let families = interfaces!.filter { !address.ip.isIPv4 || $0.isIPv4 }
+                own += families.map { ($0, listener) }
+            default:
+                own.append((address.ip, listener))
+            }
+        }
+        return own
     }
 
     func connectionClosed() {
@@ -53,6 +86,9 @@ package final class ServerShared: Sendable {
     /// Certificate verdict lookups answered from the cache, and those that had to be computed.
     let verdictHits = Atomic<Int>(0)
     let verdictMisses = Atomic<Int>(0)
+    /// Failed logins per client address (proxy and admin): kept across reloads, or a reload would
+    /// hand a guesser a fresh allowance.
+    let loginThrottle = LoginThrottle()
     let sink: LogSink
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?

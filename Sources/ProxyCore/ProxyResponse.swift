@@ -17,6 +17,11 @@ package enum ProxyResponse {
                                                  ("X-ATS-Action", "block"),
                                                  ("X-ATS-Reason", BlockReason.authRequired.rawValue)],
                           body: message + "\n", keepAlive: keepAlive)
+        case .throttle(let message, let retryAfter):
+            return PlainResponse.render(status: 429, headers: [("Retry-After", String(retryAfter)),
+                                                 ("X-ATS-Action", "block"),
+                                                 ("X-ATS-Reason", Reason.authThrottled.rawValue)],
+                          body: message + "\n", keepAlive: keepAlive)
         case .block(let reason, let message, _):
             let text = message ?? decisionMessage() ?? reason.rawValue
             return PlainResponse.render(status: 403, headers: [("X-ATS-Action", "block"), ("X-ATS-Reason", reason.rawValue)],

@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import EventLoop
 import Glibc
+import ProxyAccess
 import Synchronization
 @_exported import POSIX
 
@@ -130,6 +131,12 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// The generation new connections get: 1 at start, one more per successful reload.
     public var generation: Int { current.withLock { $0.generation } }
+
+    /// The admin window's credentials (--admin-auth) of the current generation; nil when it is open.
+    package var adminAuthenticator: ProxyAuthenticator? { current.withLock { $0.adminAuthenticator } }
+
+    /// Failed logins per client address, shared by the proxy and the admin window.
+    package var loginThrottle: LoginThrottle { shared.loginThrottle }
 
     // MARK: stop
 

@@ -28,13 +28,17 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case serverAlert
     /// No --route matched and --unrouted is block.
     case noPolicy
+    /// The destination ACL refused the address (--allow-dest, --deny-dest, the default denials).
+    case destinationNotAllowed
+    /// Too many failed logins from the client's address: 429 with Retry-After.
+    case authThrottled
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
         .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert, .noPolicy,
+        .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -65,13 +69,16 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
         case .noPolicy: "no-policy"
+        case .destinationNotAllowed: "destination-not-allowed"
+        case .authThrottled: "auth-throttled"
         }
     }
 
     /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
     var enforcedInReportMode: Bool {
         switch self {
-        case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy: true
+        case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy, .destinationNotAllowed,
+             .authThrottled: true
         default: false
         }
     }
@@ -116,6 +123,8 @@ package enum Verdict {
     case redirect(location: String)
     /// No valid proxy credentials (--auth-file): 407 with a Basic challenge, reason `auth-required`.
     case challenge(message: String)
+    /// Too many failed logins from the client's address: 429 with Retry-After, reason `auth-throttled`.
+    case throttle(message: String, retryAfter: Int)
     /// A document the proxy serves itself (the PAC file): 200; for a HEAD, the head alone.
     case serve(contentType: String, body: String, includeBody: Bool)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
@@ -129,6 +138,7 @@ package enum Verdict {
         case .allow, .upgrade, .serve: 200
         case .block: 403
         case .challenge: 407
+        case .throttle: 429
         case .redirect: 308
         case .answer(let status, _, _, _, _), .fail(_, let status, _): status
         }
@@ -137,7 +147,7 @@ package enum Verdict {
     var action: RecordAction {
         switch self {
         case .allow, .serve: .allow
-        case .block, .challenge: .block
+        case .block, .challenge, .throttle: .block
         case .upgrade, .redirect: .upgrade
         case .answer, .fail: .error
         }

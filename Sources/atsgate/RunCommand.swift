@@ -30,11 +30,27 @@ struct RunCommand: ParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("""
         Which policy a request gets (repeatable, tried in order): user:NAME (the proxy user), client:CIDR, \
-        port:N (the listening port reached) or agent:NAME (the User-Agent's product name), =ID of a policy. \
-        After them, a User-Agent whose product is a bundle's CFBundleExecutable or CFBundleName gets that \
-        bundle's policy.
-        """, valueName: "rule=id"))
+        port:N (the listening port reached) or agent:NAME (the User-Agent's product name), =ID of a policy; \
+        then options after commas: allow-dest=PATTERN, deny-dest=PATTERN (added to --allow-dest and \
+        --deny-dest for this route's requests). After them, a User-Agent whose product is a bundle's \
+        CFBundleExecutable or CFBundleName gets that bundle's policy.
+        """, valueName: "rule=id[,option]"))
     var route: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Destination clients off the proxy host may reach although it is denied by default (repeatable): \
+        a CIDR or address, a NAME, or a .SUFFIX (the name and every name under it). By default such \
+        clients cannot reach loopback, 0.0.0.0/8, ::, link-local (cloud metadata), multicast, broadcast \
+        and the proxy's own addresses; private ranges stay reachable.
+        """, valueName: "cidr|name|.suffix"))
+    var allowDest: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Destination no client may reach (repeatable; CIDR or address, NAME, .SUFFIX): 403 \
+        destination-not-allowed, also in report mode. Checked on every address the proxy would connect \
+        to, after resolution and --resolve. An explicit deny wins over --allow-dest.
+        """, valueName: "cidr|name|.suffix"))
+    var denyDest: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("""
         Policy ID for requests no route chose, or block (403, reason no-policy). Default: the first policy.
@@ -46,6 +62,13 @@ struct RunCommand: ParsableCommand {
         Proxy-Authorization: Basic get 407. Re-read on SIGHUP.
         """, valueName: "file"))
     var authFile: String?
+
+    @Option(name: .long, help: ArgumentHelp("""
+        htpasswd file (the --auth-file format) of the admin window's users: /metrics, the live page and \
+        /events answer 401 without valid Authorization: Basic; /healthz and /readyz stay open. Re-read on \
+        SIGHUP.
+        """, valueName: "file"))
+    var adminAuth: String?
 
     @Option(name: .long, help: ArgumentHelp("""
         PAC file served at /proxy.pac and /wpad.dat (default: one sending everything to the address the \
@@ -189,11 +212,16 @@ struct RunCommand: ParsableCommand {
             return index
         }
         configuration.routes = try route.map { text in
-            guard let equals = text.lastIndex(of: "="), let rule = RouteRule(parsing: text[..<equals]) else {
-                throw CommandFailure(message: "--route \(text): expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID")
+            let parsed: Route.Text
+            switch Route.parse(text) {
+            case .success(let value): parsed = value
+            case .failure(let error): throw CommandFailure(message: error.description)
             }
-            return Route(rule: rule, app: try index(of: String(text[text.index(after: equals)...]), for: "--route \(text)"))
+            return Route(rule: parsed.rule, app: try index(of: parsed.id, for: "--route \(text)"),
+                         destinations: parsed.destinations, name: parsed.name)
         }
+        configuration.destinations = DestinationRules(allow: try Self.patterns(allowDest, flag: "--allow-dest"),
+                                                      deny: try Self.patterns(denyDest, flag: "--deny-dest"))
         if let unrouted {
             configuration.unrouted = unrouted == "block" ? .block : .app(try index(of: unrouted, for: "--unrouted"))
         }
@@ -202,6 +230,13 @@ struct RunCommand: ParsableCommand {
                 configuration.passwords = try PasswordFile.load(path: authFile)
             } catch {
                 throw CommandFailure(message: "--auth-file \(error.description)")
+            }
+        }
+        if let adminAuth {
+            do {
+                configuration.adminPasswords = try PasswordFile.load(path: adminAuth)
+            } catch {
+                throw CommandFailure(message: "--admin-auth \(error.description)")
             }
         }
         if let pac {
@@ -258,6 +293,16 @@ struct RunCommand: ParsableCommand {
         return configuration
     }
 
+    /// `--allow-dest` / `--deny-dest` values.
+    static func patterns(_ values: [String], flag: String) throws -> [DestinationPattern] {
+        try values.map { text in
+            guard let pattern = DestinationPattern(parsing: Substring(text)) else {
+                throw CommandFailure(message: "\(flag) \(text): expected a CIDR (10.0.0.0/8), an address, a NAME or a .SUFFIX")
+            }
+            return pattern
+        }
+    }
+
     /// `FROM=TO` port pairs.
     static func portMap(_ entries: [String]) throws -> [Int: Int] {
         var map: [Int: Int] = [:]
@@ -273,10 +318,12 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        let configuration = try makeConfiguration()
+        var configuration = try makeConfiguration()
         let server: ProxyServer
         let admin: AdminServer?
         let inherited = try ServiceManager.inheritedListeners()
+        // The admin socket systemd bound is one of the proxy's own addresses (the destination ACL).
+        if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.admin = address }
         let feed = LiveFeed()
         do {
             server = try ProxyServer(configuration: configuration, sink: Journal.sink(for: configuration.logFormat),

@@ -88,6 +88,13 @@ final class Daemon {
         self.port = port
     }
 
+    /// A daemon another launcher started (inside a network namespace, say), listening on `port`.
+    init(started process: BackgroundProcess, port: Int) throws {
+        self.process = process
+        self.port = port
+        try process.wait { _, err in err.contains("listening on ") }
+    }
+
     var proxy: String { "http://127.0.0.1:\(port)" }
 
     /// Stops the daemon (SIGTERM) once it has logged `expected` records (an exchange is logged when it
