@@ -6,8 +6,12 @@ package final class ProxyLoop {
     let loop: EventLoop
     /// Idle keep-alive connections to origins.
     let pool = UpstreamPool()
-    /// Decision-log lines not yet written (see DecisionLog).
-    var logBuffer: [UInt8] = []
+    /// Decision records not yet handed to the log's writer (see DecisionLog).
+    var logBatch = LogBatch()
+    /// `--log-overflow pause` and the log is full: this loop accepts nothing and reads no request
+    /// head; the connections that wait for it to drain, to read again then.
+    var logPaused = false
+    var waitingForLog: [ObjectIdentifier] = []
     var decisionMessages = DecisionMessages()
     /// This loop's channels on the listening sockets, and whether accepting is paused.
     var listeners: [Channel] = []

@@ -28,13 +28,15 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case serverAlert
     /// No --route matched and --unrouted is block.
     case noPolicy
+    /// Not a decision: the log's record of the decision records it lost (LogOverflowRecord).
+    case logOverflow
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
         .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert, .noPolicy,
+        .serverAlert, .noPolicy, .logOverflow,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -65,6 +67,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
         case .noPolicy: "no-policy"
+        case .logOverflow: "log-overflow"
         }
     }
 
