@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import EventLoop
 import POSIX
 
 /// Sends one structured entry (journald's sd_journal_sendv, wired in by the executable): a
@@ -66,11 +67,12 @@ public final class LogSink: @unchecked Sendable {
         writer.requestReopen()
     }
 
-    /// Waits until the writer has written what it was handed, or `deadline` (monotonic seconds);
-    /// returns how many records are still unwritten. `closing` (the daemon stops): the last record
-    /// then says how many were lost since the start, if any were.
-    public func drain(until deadline: Double, closing: Bool = false) -> Int {
-        writer.drain(until: deadline, closing: closing)
+    /// Waits up to `seconds` for the writer to write what it was handed; returns how many records
+    /// are still unwritten. `closing` (the daemon stops): the last record then says how many were
+    /// lost since the start, if any were.
+    @discardableResult
+    public func drain(within seconds: Double, closing: Bool = false) -> Int {
+        writer.drain(until: monotonic() + seconds, closing: closing)
     }
 
     public var state: LogState { writer.state }

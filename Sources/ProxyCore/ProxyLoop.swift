@@ -26,4 +26,24 @@ package final class ProxyLoop {
     init(label: String) {
         loop = EventLoop(label: label)
     }
+
+    /// Accepts unless at the connection cap or held back by the log.
+    func updateListening() {
+        let accepting = !acceptPaused && !logPaused
+        for listener in listeners { listener.wantRead(accepting) }
+    }
+
+    /// On each clock tick: the records go to the log's writer; under `--log-overflow pause` the loop
+    /// follows the log, holding back new connections and requests while it is full.
+    func handOverLog(to sink: LogSink) {
+        sink.offer(&logBatch)
+        let paused = sink.isPaused
+        guard paused != logPaused else { return }
+        logPaused = paused
+        updateListening()
+        guard !paused else { return }
+        let waiting = waitingForLog
+        waitingForLog = []
+        for id in waiting { connections[id]?.logDrained() }
+    }
 }

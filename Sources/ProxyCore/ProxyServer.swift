@@ -84,8 +84,8 @@ public final class ProxyServer: @unchecked Sendable {
                 }
                 // Records go to the log's writer at least on every clock tick; the tick also proves
                 // the loop alive.
-                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [unowned self] in
-                    handOverLog(proxyLoop)
+                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [shared] in
+                    proxyLoop.handOverLog(to: shared.sink)
                     loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
                 }
             }
@@ -102,7 +102,7 @@ public final class ProxyServer: @unchecked Sendable {
     /// The daemon is stopping: the log's last record says how many records were lost, if any were.
     private func flushLog(until deadline: Double) -> Int {
         for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.offer(&proxyLoop.logBatch, force: true) } }
-        return shared.sink.drain(until: deadline, closing: true)
+        return shared.sink.drain(within: deadline - monotonic(), closing: true)
     }
 
     /// The decision log's buffer and losses.
@@ -111,23 +111,6 @@ public final class ProxyServer: @unchecked Sendable {
     /// Opens the log file again (SIGUSR1, after logrotate moved it).
     public func reopenLog() {
         shared.sink.reopen()
-    }
-
-    // MARK: the log
-
-    /// On each tick: the loop's records go to the log's writer; under `--log-overflow pause` the loop
-    /// follows the log, holding back new connections and requests while it is full.
-    private func handOverLog(_ proxyLoop: ProxyLoop) {
-        let sink = shared.sink
-        sink.offer(&proxyLoop.logBatch)
-        let paused = sink.isPaused
-        guard paused != proxyLoop.logPaused else { return }
-        proxyLoop.logPaused = paused
-        updateListening(proxyLoop)
-        guard !paused else { return }
-        let waiting = proxyLoop.waitingForLog
-        proxyLoop.waitingForLog = []
-        for id in waiting { proxyLoop.connections[id]?.logDrained() }
     }
 
     // MARK: reload
@@ -308,7 +291,7 @@ public final class ProxyServer: @unchecked Sendable {
         // The log is full (--log-overflow pause): accept nothing until it drains.
         if shared.sink.isPaused {
             proxyLoop.logPaused = true
-            return updateListening(proxyLoop)
+            return proxyLoop.updateListening()
         }
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
@@ -352,19 +335,13 @@ public final class ProxyServer: @unchecked Sendable {
         guard !proxyLoop.acceptPaused else { return }
         proxyLoop.acceptPaused = true
         anyPaused.store(true, ordering: .relaxed)
-        updateListening(proxyLoop)
+        proxyLoop.updateListening()
     }
 
     private func resume(_ proxyLoop: ProxyLoop) {
         guard proxyLoop.acceptPaused else { return }
         proxyLoop.acceptPaused = false
-        updateListening(proxyLoop)
-    }
-
-    /// A loop accepts unless it is at the connection cap or the log holds it back.
-    private func updateListening(_ proxyLoop: ProxyLoop) {
-        let accepting = !proxyLoop.acceptPaused && !proxyLoop.logPaused
-        for listener in proxyLoop.listeners { listener.wantRead(accepting) }
+        proxyLoop.updateListening()
     }
 
     /// Below the cap again: every paused loop resumes accepting.
