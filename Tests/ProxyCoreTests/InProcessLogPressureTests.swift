@@ -61,6 +61,10 @@ import TestSupport
         #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 "))
         tunnel.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(tunnel.read(until: "ok").hasSuffix("ok"))
+        // A keep-alive client, answered once before the log fills.
+        let keptAlive = try RawClient(port: port, timeout: 30)
+        keptAlive.send("GET http://k0.example/ HTTP/1.1\r\nHost: k0.example\r\n\r\n")
+        #expect(readResponse(keptAlive).hasPrefix("HTTP/1.1 403"))
 
         log.stall()
         // Requests from another thread: they are answered until the log fills, then wait.
@@ -77,18 +81,42 @@ import TestSupport
         #expect(answers.count < count, "requests wait while the log is full")
         tunnel.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         #expect(tunnel.read(until: "ok").hasSuffix("ok"), "an open tunnel keeps relaying")
+        // Its next request is not read while the log is full (it is answered after).
+        keptAlive.send("GET http://k1.example/ HTTP/1.1\r\nHost: k1.example\r\n\r\n")
+        let secondAnswer = Answers()
+        nonisolated(unsafe) let reader = keptAlive // read on that thread only, from here on
+        Thread.detachNewThread { secondAnswer.add(String(readResponse(reader).prefix(12))) }
+        usleep(200_000) // not a timing assertion: a wrong design would answer within this, and fail below
+        #expect(secondAnswer.count == 0, "a kept-alive client's next request waits for the log")
 
         log.resume()
         deadline = Date().addingTimeInterval(60)
         while answers.count < count, Date() < deadline { usleep(20_000) }
         #expect(answers.values == Array(repeating: "HTTP/1.1 403", count: count), "served again once the log drained")
+        while secondAnswer.count == 0, Date() < deadline { usleep(20_000) }
+        #expect(secondAnswer.values == ["HTTP/1.1 403"])
         tunnel.close()
         stop(server)
         let hosts = log.records.compactMap { $0["host"] }
         for number in 0..<count { #expect(hosts.contains("r\(number).example"), "record \(number) kept") }
+        #expect(hosts.contains("k1.example"))
         #expect(!log.records.contains { $0["reason"] == "log-overflow" })
         #expect(server.logState.droppedTotal == 0)
     }
+}
+
+/// One response with a Content-Length body, read whole.
+private func readResponse(_ client: RawClient) -> String {
+    var text = client.read(until: "\r\n\r\n")
+    guard let end = text.range(of: "\r\n\r\n"),
+          let length = text.firstMatch(of: /Content-Length: (\d+)/).flatMap({ Int($0.1) }) else { return text }
+    let head = text[..<end.upperBound].utf8.count
+    while text.utf8.count < head + length {
+        let more = client.read(until: "\n")
+        if more.isEmpty { break }
+        text += more
+    }
+    return text
 }
 
 /// Answers a background client got, in order.
