@@ -13,11 +13,13 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run the ATS-enforcing HTTP proxy.",
         discussion: """
-            Every decision is logged to standard output, one record per line (or to the journal). \
-            Signals: SIGHUP reloads the config file and policy (new connections use them, open ones \
-            keep theirs; a broken file keeps the running state); SIGTERM stops accepting, lets open \
-            connections finish for --grace-period seconds, then exits 0; SIGINT does the same with at \
-            most 1 second; a second SIGTERM or SIGINT exits at once. It exits non-zero with a one-line \
+            Every decision is logged to standard output, one record per line (or to --log-file, or to the \
+            journal), by a writer thread of its own: a log that cannot keep up never stalls the proxy \
+            (--log-overflow). Signals: SIGHUP reloads the config file and policy (new connections use \
+            them, open ones keep theirs; a broken file keeps the running state); SIGTERM stops \
+            accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
+            does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
+            reopens --log-file (logrotate). It exits non-zero with a one-line \
             cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
             """
     )

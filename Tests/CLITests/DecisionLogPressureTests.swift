@@ -79,6 +79,24 @@ import TestSupport
         #expect(log.dropped == 0 && log.overflowRecords == 0)
     }
 
+    /// SIGTERM with a reader that never comes back: the log gets what remains of the grace period,
+    /// then the daemon exits 0 by itself and says how many records it could not write.
+    @Test func aStopDoesNotWaitForAReaderThatNeverReturns() throws {
+        let fifo = try Fifo()
+        let daemon = try Daemon(["--grace-period", "1", "--log-buffer", "16K", "--log-overflow", "pause",
+                                 "--admin", "127.0.0.1:0"], standardOutput: fifo.writer)
+        fifo.closeWriter()
+        let port = daemon.port
+        Thread.detachNewThread {
+            for number in 0..<100 { _ = try? blockedRequest(number, port: port, timeout: 20) }
+        }
+        _ = try waitForAdmin(try daemon.adminPort(), "/readyz") { $0.status == 503 } // full: records are held
+        // BackgroundProcess.stop waits 10 s before SIGKILL, which would not be exit status 0.
+        #expect(daemon.process.stop() == 0, "exited by itself: \(daemon.process.stderr)")
+        #expect(daemon.process.stderr.contains("decision records were not written: the log did not drain within "
+                                               + "the grace period"), "\(daemon.process.stderr)")
+    }
+
     // MARK: a file
 
     /// A tmpfs of 1 MiB in a mount namespace of the daemon's own, filled by the test through
