@@ -7,8 +7,10 @@ import POSIX
 import ProxyAccess
 import ProxyCore
 
-/// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running),
-/// `/readyz` (accepting; 503 once a stop began), the live page `/` and its event stream `/events`.
+/// The admin listener: `/metrics` (Prometheus text), `/healthz` (every event loop is running; a
+/// decision log in trouble is said), `/readyz` (accepting; 503 once a stop began, and while a full
+/// log holds requests back), the live page `/` and its event stream `/events`. None of them waits on
+/// the decision log: its writes happen on its own thread.
 /// It lives on the proxy's first loop; each request is answered and the connection closed, which is
 /// all a scraper or a probe needs, except the event stream, which stays open until the page goes.
 /// With `--admin-auth` everything but the probes asks for Basic credentials (401), checked off the
@@ -193,7 +195,8 @@ private final class AdminExchange {
             let health = server.health
             respond(health.healthy ? 200 : 503, health.detail + "\n", head: head)
         case "/readyz":
-            respond(server.isReady ? 200 : 503, server.isReady ? "ready\n" : "stopping\n", head: head)
+            let readiness = server.readiness
+            respond(readiness.ready ? 200 : 503, readiness.detail + "\n", head: head)
         case "/":
             let through = feed.lastSequence
             server.collectMetrics(on: loop.queue) { [self] metrics in

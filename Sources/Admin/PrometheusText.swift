@@ -56,6 +56,17 @@ enum PrometheusText {
         if let max = process.maxFileDescriptors {
             family("process_max_fds", "gauge", "Maximum number of open file descriptors (the soft limit).", [("", "\(max)")])
         }
+        family("atsgate_log_dropped_records_total", "counter",
+               "Decision records the log lost: its buffer was full (--log-overflow drop) or a write failed.",
+               [("", "\(gauges.log.droppedTotal)")])
+        family("atsgate_log_buffered_bytes", "gauge",
+               "Bytes of decision records handed to the log's writer and not yet written.",
+               [("", "\(gauges.log.bufferedBytes)")])
+        family("atsgate_log_buffer_capacity_bytes", "gauge", "The log's bound (--log-buffer).",
+               [("", "\(gauges.log.capacity)")])
+        family("atsgate_log_paused", "gauge",
+               "1 while a full log holds new connections and requests back (--log-overflow pause).",
+               [("", gauges.log.paused ? "1" : "0")])
         return out
     }
 

@@ -13,10 +13,6 @@ public enum LogFormat: String, Sendable, CaseIterable {
     case journal
 }
 
-/// Sends one structured entry (journald's sd_journal_sendv, wired in by the executable): a
-/// human-readable message, a syslog priority, and upper-case fields.
-public typealias StructuredLogWriter = @Sendable (_ message: String, _ priority: Int32, _ fields: [(String, String)]) -> Void
-
 /// One decision as the log records it; field names are INTERFACE.md's.
 package struct LogRecord {
     var time: Double
@@ -169,9 +165,9 @@ package struct DecisionMessages {
     }
 }
 
-/// Formats decision records for one configuration generation (its format and policy name) and
-/// hands them to the shared sink. Each loop queue buffers its lines and writes them in batches (at
-/// 16 KiB, on its clock tick, and on flush), so a record costs no thread hand-off.
+/// Formats decision records for one configuration generation (its format and policy name) into
+/// the calling loop's batch, which goes to the shared sink's writer thread at 16 KiB and on the
+/// loop's clock tick: a record costs no thread hand-off and no system call.
 package final class DecisionLog: Sendable {
     let format: LogFormat
     let policy: String
@@ -183,26 +179,28 @@ package final class DecisionLog: Sendable {
         self.sink = sink
     }
 
-    /// Formats the record into `buffer` (the calling loop's), writing the buffer out when it is full.
-    func write(_ record: LogRecord, into buffer: inout [UInt8]) {
+    /// Formats the record into `batch` (the calling loop's), handing the batch over when it is full.
+    func write(_ record: LogRecord, into batch: inout LogBatch) {
         switch format {
         case .json:
-            appendJSON(record, to: &buffer)
+            appendJSON(record, to: &batch.lines)
         case .text:
-            buffer += record.text(policy: policy).utf8
+            batch.lines += record.text(policy: policy).utf8
         case .journal:
-            guard let structured = sink.structured else {
+            guard sink.structured != nil else {
                 // No journal wired in (a library user): fall back to JSON lines.
-                appendJSON(record, to: &buffer)
+                appendJSON(record, to: &batch.lines)
                 break
             }
-            return structured(record.text(policy: policy), record.priority, record.journalFields(policy: policy))
+            batch.append(StructuredEntry(message: record.text(policy: policy), priority: record.priority,
+                                         fields: record.journalFields(policy: policy)))
+            if batch.size >= LogBatch.handOverSize, !sink.isPaused { sink.offer(&batch) }
+            return
         }
-        buffer.append(0x0A)
-        if buffer.count >= 16 * 1024 { flush(&buffer) }
+        batch.lines.append(0x0A)
+        batch.records += 1
+        if batch.size >= LogBatch.handOverSize, !sink.isPaused { sink.offer(&batch) }
     }
-
-    func flush(_ buffer: inout [UInt8]) { sink.flush(&buffer) }
 
     private func appendJSON(_ record: LogRecord, to buffer: inout [UInt8]) {
         var writer = JSONLineWriter(taking: &buffer)
@@ -211,49 +209,12 @@ package final class DecisionLog: Sendable {
     }
 }
 
-/// Where log lines go: one descriptor (standard output), written under a lock shared by every loop
-/// and every configuration generation so lines never interleave; or a structured writer.
-public final class LogSink: @unchecked Sendable {
-    private let fd: Int32
-    private let writeLock = NSLock()
-    let structured: StructuredLogWriter?
-
-    public init(fd: Int32 = STDOUT_FILENO, structured: StructuredLogWriter? = nil) {
-        self.fd = fd
-        self.structured = structured
-    }
-
-    /// Writes out and empties `buffer`.
-    func flush(_ buffer: inout [UInt8]) {
-        guard !buffer.isEmpty else { return }
-        writeLock.lock()
-        defer { writeLock.unlock() }
-        var offset = 0
-        while offset < buffer.count {
-            let n = buffer[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                break // stdout is gone: records cannot be written anywhere
-            }
-            offset += n
-        }
-        buffer.removeAll(keepingCapacity: true)
-    }
-}
-
 extension LogRecord {
     /// The JSON fields as journald fields: `ATS_` and the name in upper case; nulls are left out.
     func journalFields(policy: String) -> [(String, String)] {
-        guard case .object(let fields) = json(policy: policy) else { return [] }
-        return fields.compactMap { name, value in
-            let text: String
-            switch value {
-            case .null: return nil
-            case .string(let string): text = string
-            default: text = value.compact
-            }
-            return ("ATS_" + name.uppercased(), text)
-        }
+        var object = JSONObjectFields()
+        visit(policy: policy, &object)
+        return object.journalFields
     }
 
     /// Blocks are warnings, upstream failures errors, the rest informational (syslog levels).

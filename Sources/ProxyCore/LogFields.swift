@@ -32,6 +32,20 @@ package struct JSONObjectFields: LogFieldVisitor {
     package mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, .optional(value?.description)) }
 
     private mutating func add(_ name: StaticString, _ value: JSONValue) { fields.append((name.description, value)) }
+
+    /// The fields as journald fields: `ATS_` and the name in upper case, a string as it is and any
+    /// other value as its JSON text; nulls are left out.
+    var journalFields: [(String, String)] {
+        fields.compactMap { name, value in
+            let text: String
+            switch value {
+            case .null: return nil
+            case .string(let string): text = string
+            default: text = value.compact
+            }
+            return ("ATS_" + name.uppercased(), text)
+        }
+    }
 }
 
 /// Writes the record as one compact JSON object straight into a byte buffer: the same text as

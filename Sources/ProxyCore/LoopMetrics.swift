@@ -79,4 +79,7 @@ package struct ServerGauges {
     package var draining: Bool
     package var probeCache: [String: Int]
     package var version: String
+    /// The decision log's buffer and losses (defaults: a log that never filled).
+    package var log = LogState(bufferedBytes: 0, capacity: LogSink.defaultCapacity, overflow: .drop, droppedTotal: 0,
+                               cause: "", failure: nil, paused: false, pauses: 0, output: "standard output")
 }

@@ -37,6 +37,12 @@ public struct ProxyConfiguration: Sendable {
     public var allowClients: [IPNetwork] = [IPNetwork(address: .v4(0x7F00_0000), prefixLength: 8),
                                             IPNetwork(address: .v6(1), prefixLength: 128)]
     public var logFormat: LogFormat = .json
+    /// `--log-file`: records appended to this file (reopened on SIGUSR1) instead of standard output.
+    public var logFile: String?
+    /// `--log-overflow`: what a full log does (drop records, or pause the proxy).
+    public var logOverflow: LogOverflow = .drop
+    /// `--log-buffer`: bytes of records the log holds for a slow reader before it overflows.
+    public var logBufferBytes = LogSink.defaultCapacity
     /// The load context for every request; nil infers it from each request's User-Agent.
     public var context: LoadContext?
     public var maximumConnections = 10_000

@@ -246,6 +246,7 @@ package final class ProxyConnection {
 
     func readHead() {
         guard case .readingHead = state else { return }
+        if proxyLoop.logPaused || context.shared.sink.isPaused { return waitForLog() }
         // A client may send its (last) request and its end together: a complete head is still
         // answered; the end is seen again by whatever reads next.
         let outcome = readClient()
@@ -268,6 +269,28 @@ package final class ProxyConnection {
         record = LogRecord(time: wallClock(), client: clientAddress, method: head.method)
         disarm()
         route(head)
+    }
+
+    /// `--log-overflow pause` and the log is full: no request is read until it drains. The head
+    /// timeout waits too (the client is not the slow one).
+    private func waitForLog() {
+        client.wantRead(false)
+        disarm()
+        proxyLoop.waitingForLog.append(ObjectIdentifier(self))
+    }
+
+    /// The log has drained (ProxyServer): the request head is read again, under a fresh timeout.
+    func logDrained() {
+        guard case .readingHead = state else { return }
+        if inbound.isEmpty {
+            arm(after: context.configuration.headTimeout) { [self] in close() }
+        } else {
+            arm(after: context.configuration.headTimeout) { [self] in
+                enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
+            }
+        }
+        client.wantRead(true)
+        if !inbound.isEmpty { readHead() }
     }
 
     enum ReadOutcome { case wouldBlock, ended, failed }
@@ -527,7 +550,7 @@ package final class ProxyConnection {
         proxyLoop.metrics.count(record)
         context.shared.observer?.observe(record, policy: context.log.policy)
         context.shared.decisions.add(1, ordering: .relaxed)
-        context.log.write(record, into: &proxyLoop.logBuffer)
+        context.log.write(record, into: &proxyLoop.logBatch)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.

@@ -6,8 +6,12 @@ package final class ProxyLoop {
     let loop: EventLoop
     /// Idle keep-alive connections to origins.
     let pool = UpstreamPool()
-    /// Decision-log lines not yet written (see DecisionLog).
-    var logBuffer: [UInt8] = []
+    /// Decision records not yet handed to the log's writer (see DecisionLog).
+    var logBatch = LogBatch()
+    /// `--log-overflow pause` and the log is full: this loop accepts nothing and reads no request
+    /// head; the connections that wait for it to drain, to read again then.
+    var logPaused = false
+    var waitingForLog: [ObjectIdentifier] = []
     var decisionMessages = DecisionMessages()
     /// This loop's channels on the listening sockets, and whether accepting is paused.
     var listeners: [Channel] = []
@@ -21,5 +25,25 @@ package final class ProxyLoop {
 
     init(label: String) {
         loop = EventLoop(label: label)
+    }
+
+    /// Accepts unless at the connection cap or held back by the log.
+    func updateListening() {
+        let accepting = !acceptPaused && !logPaused
+        for listener in listeners { listener.wantRead(accepting) }
+    }
+
+    /// On each clock tick: the records go to the log's writer; under `--log-overflow pause` the loop
+    /// follows the log, holding back new connections and requests while it is full.
+    func handOverLog(to sink: LogSink) {
+        sink.offer(&logBatch)
+        let paused = sink.isPaused
+        guard paused != logPaused else { return }
+        logPaused = paused
+        updateListening()
+        guard !paused else { return }
+        let waiting = waitingForLog
+        waitingForLog = []
+        for id in waiting { connections[id]?.logDrained() }
     }
 }

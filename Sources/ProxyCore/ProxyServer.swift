@@ -83,18 +83,35 @@ public final class ProxyServer: @unchecked Sendable {
                     channel.wantRead(true)
                     proxyLoop.listeners.append(channel)
                 }
-                // Log lines go out at least on every clock tick; the tick also proves the loop alive.
+                // Records go to the log's writer at least on every clock tick; the tick also proves
+                // the loop alive.
                 loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [shared] in
-                    shared.sink.flush(&proxyLoop.logBuffer)
+                    proxyLoop.handOverLog(to: shared.sink)
                     loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
                 }
             }
         }
     }
 
-    /// Writes out every loop's buffered decision-log lines.
-    public func flushLog() {
-        for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.flush(&proxyLoop.logBuffer) } }
+    /// Hands every loop's records to the log, whatever its bound, and waits up to `seconds` for them
+    /// to be written (a second SIGTERM); returns how many are still unwritten.
+    @discardableResult
+    public func flushLog(within seconds: Double) -> Int {
+        flushLog(until: monotonic() + seconds)
+    }
+
+    /// The daemon is stopping: the log's last record says how many records were lost, if any were.
+    private func flushLog(until deadline: Double) -> Int {
+        for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.offer(&proxyLoop.logBatch, force: true) } }
+        return shared.sink.drain(within: deadline - monotonic(), closing: true)
+    }
+
+    /// The decision log's buffer and losses.
+    public var logState: LogState { shared.sink.state }
+
+    /// Opens the log file again (SIGUSR1, after logrotate moved it).
+    public func reopenLog() {
+        shared.sink.reopen()
     }
 
     // MARK: reload
@@ -113,8 +130,15 @@ public final class ProxyServer: @unchecked Sendable {
         if configuration.admin != old.admin, configuration.admin?.port != 0 {
             warnings.append("the admin address does not change on reload; restart to apply")
         }
+        if configuration.logFile != old.logFile || configuration.logOverflow != old.logOverflow
+            || configuration.logBufferBytes != old.logBufferBytes {
+            warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
+        }
         configuration.listen = old.listen
         configuration.admin = old.admin
+        configuration.logFile = old.logFile
+        configuration.logOverflow = old.logOverflow
+        configuration.logBufferBytes = old.logBufferBytes
         configuration.loopCount = old.loopCount
         current.withLock { context in
             context = ProxyContext(configuration: configuration, shared: shared, generation: context.generation + 1)
@@ -140,12 +164,21 @@ public final class ProxyServer: @unchecked Sendable {
 
     // MARK: stop
 
+    /// How a stop ended: the connections cut at the end of the grace period, and the records the log
+    /// could not write before it ended (its reader stalled, its disk full).
+    public struct StopOutcome: Sendable {
+        public var cut: Int
+        public var unwrittenRecords: Int
+    }
+
     /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
-    /// then ends the rest (each with its own record), flushes the log and calls `completion` with the
-    /// number of connections that were cut. `listenersClosed` runs once nothing accepts any more.
+    /// then ends the rest (each with its own record), lets the log write what it holds until the grace
+    /// period ends (at least one more second) and calls `completion`. `listenersClosed` runs once
+    /// nothing accepts any more.
     public func stop(grace: Double, listenersClosed: @escaping @Sendable () -> Void = {},
-                     completion: @escaping @Sendable (Int) -> Void) {
+                     completion: @escaping @Sendable (StopOutcome) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
+        let end = monotonic() + grace
         let group = DispatchGroup()
         for proxyLoop in loops {
             proxyLoop.loop.execute(in: group) {
@@ -158,13 +191,15 @@ public final class ProxyServer: @unchecked Sendable {
         group.notify(queue: .global()) { [self] in
             for fd in listenFDs { SystemCall.close(fd) }
             listenersClosed()
-            waitForConnections(until: monotonic() + grace, completion: completion)
+            waitForConnections(until: end) { [self] cut in
+                let unwritten = flushLog(until: max(end, monotonic() + 1))
+                completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
+            }
         }
     }
 
     private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
         if shared.open.load(ordering: .relaxed) == 0 {
-            flushLog()
             return completion(0)
         }
         if monotonic() < deadline {
@@ -180,7 +215,6 @@ public final class ProxyServer: @unchecked Sendable {
                     cut += 1
                     connection.endAtShutdown()
                 }
-                shared.sink.flush(&proxyLoop.logBuffer)
             }
         }
         completion(cut)
@@ -188,18 +222,39 @@ public final class ProxyServer: @unchecked Sendable {
 
     // MARK: health and metrics
 
-    /// Whether every loop ran its clock recently; otherwise which one is stuck.
+    /// Whether every loop ran its clock recently; otherwise which one is stuck. A log that drops or
+    /// holds back records is said, but is no reason to restart the daemon.
     public var health: (healthy: Bool, detail: String) {
         let time = monotonicMilliseconds()
         for (index, proxyLoop) in loops.enumerated() {
             let silent = time - proxyLoop.loop.lastTick.load(ordering: .relaxed)
             if silent > 5_000 { return (false, "event loop \(index) has not run for \(silent / 1000) s") }
         }
-        return (true, "ok")
+        guard let log = logTrouble else { return (true, "ok") }
+        return (true, "ok; \(log)")
     }
 
-    /// Ready while accepting: false once a stop began.
-    public var isReady: Bool { !stopping.load(ordering: .relaxed) }
+    /// Ready while accepting: false once a stop began, and while the log holds requests back.
+    public var isReady: Bool { readiness.ready }
+
+    /// Whether new connections are served now, and if not, why.
+    public var readiness: (ready: Bool, detail: String) {
+        if stopping.load(ordering: .relaxed) { return (false, "stopping") }
+        if shared.sink.isPaused, let log = logTrouble { return (false, "paused: \(log)") }
+        return (true, "ready")
+    }
+
+    /// What is wrong with the decision log, if anything: paused, failing, or records lost.
+    private var logTrouble: String? {
+        let log = shared.sink.state
+        let lost = log.droppedTotal > 0 ? "\(log.droppedTotal) records dropped since the start" : nil
+        if log.paused {
+            let why = log.failure ?? "its reader is not keeping up"
+            return "decision log full (\(why)): new connections and requests wait until it drains (--log-overflow pause)"
+        }
+        if let failure = log.failure { return "decision log: \(failure)" + (lost.map { "; \($0)" } ?? "") }
+        return lost.map { "decision log: \($0) (\(log.cause))" }
+    }
 
     public var openConnections: Int { shared.open.load(ordering: .relaxed) }
 
@@ -228,7 +283,7 @@ public final class ProxyServer: @unchecked Sendable {
             lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
             probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
                          "miss": shared.verdictMisses.load(ordering: .relaxed)],
-            version: ProxyServer.version)
+            version: ProxyServer.version, log: shared.sink.state)
     }
 
     /// The version /metrics reports; the executable sets it.
@@ -240,6 +295,11 @@ public final class ProxyServer: @unchecked Sendable {
         let loop = proxyLoop.loop
         let context = current.withLock { $0 }
         let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
+        // The log is full (--log-overflow pause): accept nothing until it drains.
+        if shared.sink.isPaused {
+            proxyLoop.logPaused = true
+            return proxyLoop.updateListening()
+        }
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
             if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
@@ -282,13 +342,13 @@ public final class ProxyServer: @unchecked Sendable {
         guard !proxyLoop.acceptPaused else { return }
         proxyLoop.acceptPaused = true
         anyPaused.store(true, ordering: .relaxed)
-        for listener in proxyLoop.listeners { listener.wantRead(false) }
+        proxyLoop.updateListening()
     }
 
     private func resume(_ proxyLoop: ProxyLoop) {
         guard proxyLoop.acceptPaused else { return }
         proxyLoop.acceptPaused = false
-        for listener in proxyLoop.listeners { listener.wantRead(true) }
+        proxyLoop.updateListening()
     }
 
     /// Below the cap again: every paused loop resumes accepting.

@@ -32,13 +32,15 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case destinationNotAllowed
     /// Too many failed logins from the client's address: 429 with Retry-After.
     case authThrottled
+    /// Not a decision: the log's record of the decision records it lost (LogOverflowRecord).
+    case logOverflow
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
         .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled,
+        .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -71,6 +73,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .noPolicy: "no-policy"
         case .destinationNotAllowed: "destination-not-allowed"
         case .authThrottled: "auth-throttled"
+        case .logOverflow: "log-overflow"
         }
     }
 

@@ -13,11 +13,13 @@ struct RunCommand: ParsableCommand {
         commandName: "run",
         abstract: "Run the ATS-enforcing HTTP proxy.",
         discussion: """
-            Every decision is logged to standard output, one record per line (or to the journal). \
-            Signals: SIGHUP reloads the config file and policy (new connections use them, open ones \
-            keep theirs; a broken file keeps the running state); SIGTERM stops accepting, lets open \
-            connections finish for --grace-period seconds, then exits 0; SIGINT does the same with at \
-            most 1 second; a second SIGTERM or SIGINT exits at once. It exits non-zero with a one-line \
+            Every decision is logged to standard output, one record per line (or to --log-file, or to the \
+            journal), by a writer thread of its own: a log that cannot keep up never stalls the proxy \
+            (--log-overflow). Signals: SIGHUP reloads the config file and policy (new connections use \
+            them, open ones keep theirs; a broken file keeps the running state); SIGTERM stops \
+            accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
+            does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
+            reopens --log-file (logrotate). It exits non-zero with a one-line \
             cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
             """
     )
@@ -108,6 +110,25 @@ struct RunCommand: ParsableCommand {
     var logFormat: LogFormat?
 
     @Option(name: .long, help: ArgumentHelp("""
+        Append decision records to this file (created mode 0640, opened O_APPEND) instead of standard \
+        output; SIGUSR1 reopens it, as logrotate expects. Records are json or text.
+        """, valueName: "path"))
+    var logFile: String?
+
+    @Option(name: .long, help: """
+        When the log's reader cannot keep up and its buffer is full: drop (the records that do not fit \
+        are counted: atsgate_log_dropped_records_total, a warning, then a log-overflow record with \
+        'dropped') or pause (nothing is lost: the proxy stops accepting and reading requests until the \
+        log drains; open tunnels keep relaying; /readyz answers 503).
+        """)
+    var logOverflow: LogOverflow = .drop
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Bytes of records the log holds for a reader that falls behind, e.g. 65536, 64K, 16M (default 16M).
+        """, valueName: "bytes"))
+    var logBuffer: ByteCount?
+
+    @Option(name: .long, help: ArgumentHelp("""
         Admin listener for /metrics, /healthz and /readyz (a bare port means 127.0.0.1:PORT); off unless given.
         """, valueName: "host:port"))
     var admin: String?
@@ -186,6 +207,12 @@ struct RunCommand: ParsableCommand {
         }
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
+        if let logBuffer, logBuffer.bytes < 4096 {
+            throw ValidationError("--log-buffer \(logBuffer.bytes): at least 4096 bytes (a few records)")
+        }
+        if logFile != nil, logFormat == .journal {
+            throw ValidationError("--log-file takes json or text records; journal records go to journald")
+        }
     }
 
     /// The daemon's configuration from these flags (the config file already folded in), with the
@@ -264,7 +291,11 @@ struct RunCommand: ParsableCommand {
         configuration.resolve = try Self.pins(resolve)
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
-        configuration.logFormat = logFormat ?? (Journal.isConnected ? .journal : .json)
+        // Records bound for a file are lines, whatever stderr is connected to.
+        configuration.logFormat = logFormat ?? (Journal.isConnected && logFile == nil ? .journal : .json)
+        configuration.logFile = logFile
+        configuration.logOverflow = logOverflow
+        if let logBuffer { configuration.logBufferBytes = logBuffer.bytes }
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.maximumConnections = maxConnections
         configuration.headTimeout = headTimeout
@@ -325,9 +356,9 @@ struct RunCommand: ParsableCommand {
         // The admin socket systemd bound is one of the proxy's own addresses (the destination ACL).
         if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.admin = address }
         let feed = LiveFeed()
+        let sink = try DecisionLogOutput.sink(for: configuration)
         do {
-            server = try ProxyServer(configuration: configuration, sink: Journal.sink(for: configuration.logFormat),
-                                     inherited: inherited.proxy, observer: feed)
+            server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy, observer: feed)
             if let fd = inherited.admin.first {
                 admin = try AdminServer(inherited: fd, server: server, feed: feed)
             } else if let address = configuration.admin {
@@ -371,5 +402,6 @@ struct RunCommand: ParsableCommand {
 
 extension ProxyMode: ExpressibleByArgument {}
 extension LogFormat: ExpressibleByArgument {}
+extension LogOverflow: ExpressibleByArgument {}
 extension CertificateMode: ExpressibleByArgument {}
 extension SNIMismatchAction: ExpressibleByArgument {}

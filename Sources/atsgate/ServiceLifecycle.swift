@@ -10,8 +10,9 @@ import ProxyCore
 /// | SIGHUP  | reload config and policy off the event loops; a broken one is refused and the running state kept |
 /// | SIGTERM | stop accepting, let open connections finish for the grace period, exit 0 |
 /// | SIGINT  | the same with at most 1 second of grace                                   |
-/// | second SIGTERM/SIGINT | flush the log and exit 0 at once                            |
-/// | SIGPIPE | ignored (the relay handles EPIPE)                                         |
+/// | second SIGTERM/SIGINT | hand the log what it has, give it 1 second, exit 0          |
+/// | SIGUSR1 | reopen --log-file (logrotate moved it); records continue in the new file  |
+/// | SIGPIPE | ignored (the relay handles EPIPE; a log reader gone counts as lost records) |
 ///
 /// The service manager hears of each step (READY, RELOADING, STOPPING, STATUS, WATCHDOG).
 final class ServiceLifecycle: @unchecked Sendable {
@@ -42,6 +43,7 @@ final class ServiceLifecycle: @unchecked Sendable {
             (SIGHUP, { [self] in reload() }),
             (SIGTERM, { [self] in stop(grace: gracePeriod, signal: "SIGTERM") }),
             (SIGINT, { [self] in stop(grace: min(gracePeriod, 1), signal: "SIGINT") }),
+            (SIGUSR1, { [self] in server.reopenLog() }),
         ]
         for (signalNumber, handler) in handlers { on(signalNumber, handler, of: handlers.count) }
     }
@@ -133,8 +135,9 @@ final class ServiceLifecycle: @unchecked Sendable {
 
     private func stop(grace: Double, signal name: String) {
         if stopping {
-            // Asked twice: do not wait any longer.
-            server.flushLog()
+            // Asked twice: do not wait for connections any longer; the log gets one second.
+            let unwritten = server.flushLog(within: 1)
+            if unwritten > 0 { ServiceManager.say("\(unwritten) decision records were not written: the log did not drain") }
             Foundation.exit(0)
         }
         stopping = true
@@ -142,8 +145,16 @@ final class ServiceLifecycle: @unchecked Sendable {
         ServiceManager.stopping(status: "Stopping (\(name)): draining \(open) connections for up to \(grace) s")
         server.stop(grace: grace, listenersClosed: {
             ServiceManager.say("\(name): stopping; \(open) connections get up to \(grace) s to finish")
-        }) { cut in
-            if cut > 0 { ServiceManager.say("stopped; \(cut) connections were cut at the end of the grace period") }
+        }) { [server] outcome in
+            if outcome.cut > 0 {
+                ServiceManager.say("stopped; \(outcome.cut) connections were cut at the end of the grace period")
+            }
+            if outcome.unwrittenRecords > 0 {
+                ServiceManager.say("\(outcome.unwrittenRecords) decision records were not written: the log did not "
+                                   + "drain within the grace period")
+            }
+            let dropped = server.logState.droppedTotal
+            if dropped > 0 { ServiceManager.say("decision log: \(dropped) records were dropped since the start") }
             Foundation.exit(0)
         }
     }

@@ -54,17 +54,27 @@ enum ServiceManager {
 enum Journal {
     /// stderr is the journal (systemd sets JOURNAL_STREAM): records go there as fields by default.
     static var isConnected: Bool { JournalWriter.isJournalStream() }
+}
 
-    static func sink(for format: LogFormat) -> LogSink {
-        guard format == .journal else { return LogSink() }
-        let writer = JournalWriter()
-        return LogSink(structured: { message, priority, fields in
+/// Where the decision log goes: a file (`--log-file`), journald (journal format) or standard output,
+/// each behind the log's bounded buffer and its own writer thread (LogSink).
+enum DecisionLogOutput {
+    static func sink(for configuration: ProxyConfiguration) throws -> LogSink {
+        let format = configuration.logFormat
+        let overflow = configuration.logOverflow
+        let capacity = configuration.logBufferBytes
+        if let path = configuration.logFile {
             do {
-                try writer.send(message: message, priority: Int(priority), fields: fields)
+                return try LogSink(file: path, format: format, overflow: overflow, capacity: capacity)
             } catch {
-                // The journal refused it: the record still goes somewhere a human can find it.
-                FileHandle.standardError.write(Data("atsgate: journal: \(error): \(message)\n".utf8))
+                throw CommandFailure(message: "--log-file: cannot open the decision log: \(error)", exitCode: 1)
             }
-        })
+        }
+        guard format == .journal else { return LogSink(format: format, overflow: overflow, capacity: capacity) }
+        let writer = JournalWriter()
+        // A refused entry throws: the log counts it as lost (or keeps it, under pause) and says so.
+        return LogSink(structured: { message, priority, fields in
+            try writer.send(message: message, priority: Int(priority), fields: fields)
+        }, format: .journal, overflow: overflow, capacity: capacity)
     }
 }

@@ -12,15 +12,17 @@ final class BackgroundProcess: @unchecked Sendable {
     private let input = Pipe()
     private let outputDone = DispatchGroup()
 
-    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// `standardOutput`: where the child's stdout goes instead of `stdout` (a FIFO the test reads).
+    init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+         standardOutput: FileHandle? = nil) throws {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
         let out = Pipe(), err = Pipe()
-        process.standardOutput = out
+        process.standardOutput = standardOutput ?? out
         process.standardError = err
         process.standardInput = input
-        for (pipe, isError) in [(out, false), (err, true)] {
+        for (pipe, isError) in standardOutput == nil ? [(out, false), (err, true)] : [(err, true)] {
             outputDone.enter()
             let done = outputDone
             pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
@@ -78,8 +80,14 @@ final class Daemon {
     let process: BackgroundProcess
     let port: Int
 
-    init(_ arguments: [String]) throws {
-        process = try BackgroundProcess(Atsgate.binary.path, ["run", "--listen", "127.0.0.1:0"] + arguments)
+    convenience init(_ arguments: [String], standardOutput: FileHandle? = nil) throws {
+        try self.init(process: BackgroundProcess(Atsgate.binary.path, ["run", "--listen", "127.0.0.1:0"] + arguments,
+                                                 standardOutput: standardOutput))
+    }
+
+    /// A daemon another program starts (`unshare ... atsgate run --listen 127.0.0.1:0 ...`).
+    init(process: BackgroundProcess) throws {
+        self.process = process
         try process.wait { _, err in err.contains("listening on ") }
         let line = process.stderr.split(separator: "\n").first { $0.contains("listening on ") } ?? ""
         guard let match = line.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {

@@ -65,21 +65,23 @@ import TLSWire
     @Test func jsonLinesMatchTheRecordsJSONObject() throws {
         let log = DecisionLog(format: .json, policy: "test.plist", sink: LogSink(fd: -1))
         for record in try Self.records() {
-            var line: [UInt8] = Array("earlier line\n".utf8)
-            log.write(record, into: &line)
+            var batch = LogBatch(lines: Array("earlier line\n".utf8))
+            log.write(record, into: &batch)
             var expected: [UInt8] = Array("earlier line\n".utf8)
             record.json(policy: "test.plist").appendCompact(to: &expected)
             expected.append(0x0A)
-            #expect(String(decoding: line, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+            #expect(String(decoding: batch.lines, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
+            #expect(batch.records == 1)
         }
     }
 
     @Test func jsonLinesParseWithTheValuesRecorded() throws {
         let records = try Self.records()
         let log = DecisionLog(format: .json, policy: "p", sink: LogSink(fd: -1))
-        var lines: [UInt8] = []
-        for record in records { log.write(record, into: &lines) }
-        let objects = try lines.split(separator: 0x0A).map {
+        var batch = LogBatch()
+        for record in records { log.write(record, into: &batch) }
+        #expect(batch.records == records.count)
+        let objects = try batch.lines.split(separator: 0x0A).map {
             try #require(JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
         }
         #expect(objects.count == records.count)

@@ -1,0 +1,122 @@
+import Glibc
+import POSIX
+
+/// Where a log's writer thread puts records, with blocking writes: lines to a descriptor (standard
+/// output, or a file opened O_APPEND that SIGUSR1 reopens), journal entries to the structured writer
+/// (journald). Touched by the writer thread only. A failed write loses the records it did not
+/// complete, and says why; the next batch tries again.
+final class LogOutput {
+    private var fd: Int32
+    /// The file's path, when the output is a file (it can be reopened).
+    let path: String?
+    let structured: StructuredLogWriter?
+    /// A failed write left half a line that could not be cut off: the next write starts a new line,
+    /// so only that half line is damaged.
+    private var tornLine = false
+
+    init(fd: Int32, structured: StructuredLogWriter?) {
+        self.fd = fd
+        self.path = nil
+        self.structured = structured
+    }
+
+    init(path: String) throws(SystemError) {
+        fd = try LogFile.open(path)
+        self.path = path
+        structured = nil
+    }
+
+    deinit {
+        if path != nil { SystemCall.close(fd) }
+    }
+
+    /// What the records are written to, for messages.
+    var name: String { path ?? (fd == STDOUT_FILENO ? "standard output" : "descriptor \(fd)") }
+
+    /// Opens the file again under its path (after logrotate moved it) and writes there from now on;
+    /// on failure keeps writing to the file it has, and says why. Nothing to do for other outputs.
+    func reopen() -> String? {
+        guard let path else { return nil }
+        let fresh: Int32
+        do {
+            fresh = try LogFile.open(path)
+        } catch {
+            return "cannot reopen the decision log: \(error); still writing to the file it had"
+        }
+        SystemCall.close(fd)
+        fd = fresh
+        tornLine = false
+        return nil
+    }
+
+    /// Writes `batch` and removes from it what was written: on a failure it keeps the records that
+    /// were not (a line written in part is cut off the file and kept whole), and says why.
+    func write(_ batch: inout LogBatch) -> String? {
+        if !batch.lines.isEmpty {
+            let (complete, problem) = write(lines: batch.lines)
+            let lines = batch.lines[..<complete].count { $0 == 0x0A }
+            batch.records = max(0, batch.records - lines)
+            batch.lines.removeFirst(complete)
+            if let problem { return problem }
+        }
+        var sent = 0
+        defer {
+            for entry in batch.entries[..<sent] { batch.entryBytes -= entry.size }
+            batch.entries.removeFirst(sent)
+            batch.records = max(0, batch.records - sent)
+        }
+        for entry in batch.entries {
+            do {
+                guard let structured else { throw LogSinkError("no journal writer") }
+                try structured(entry.message, entry.priority, entry.fields)
+            } catch {
+                return "the journal refused them: \(error)"
+            }
+            sent += 1
+        }
+        return nil
+    }
+
+    /// Writes whole lines: how many bytes of complete lines were written, and why not all, if not.
+    private func write(lines: [UInt8]) -> (complete: Int, problem: String?) {
+        if tornLine {
+            if let error = writeAll([0x0A]).error { return (0, "writing to \(name) failed: \(error)") }
+            tornLine = false
+        }
+        let (written, error) = writeAll(lines)
+        guard let error else { return (written, nil) }
+        let complete = (lines[..<written].lastIndex(of: 0x0A) ?? -1) + 1
+        if written > complete, !LogFile.cutTail(fd, count: written - complete) { tornLine = true }
+        return (complete, "writing to \(name) failed: \(error)")
+    }
+
+    /// write(2) until everything is written or a write fails; how far it got.
+    private func writeAll(_ bytes: [UInt8]) -> (written: Int, error: SystemError?) {
+        var offset = 0
+        while offset < bytes.count {
+            let outcome = bytes[offset...].withUnsafeBytes { buffer in
+                Result { () throws(SystemError) in try LogFile.write(fd, buffer) }
+            }
+            switch outcome {
+            case .success(.done(let n)) where n > 0:
+                offset += n
+            case .success(.wouldBlock):
+                // Standard output inherited non-blocking: this thread may wait, the loops never do.
+                if case .failed(let code) = Poll.wait(fd: fd, events: Int16(POLLOUT), timeout: 3600) {
+                    return (offset, SystemError(call: "poll", code: code))
+                }
+            case .success:
+                return (offset, SystemError(call: "write", code: EIO))
+            case .failure(let error):
+                return (offset, error)
+            }
+        }
+        return (offset, nil)
+    }
+}
+
+/// A log failure described for the operator.
+struct LogSinkError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,206 @@
+import EventLoop
+import Foundation
+import Synchronization
+
+/// The thread that writes one log's records (one per sink: standard output, a file, the journal).
+/// The loops hand it their batches through a `LogBuffer`, under a lock held only to append; the
+/// blocking writes happen here, so a reader that stops reading, a full disk or a journald that falls
+/// behind stalls this thread and nothing else. It also writes the overflow record once the output
+/// accepts writes again, and reopens the file when asked (SIGUSR1).
+final class LogWriter: @unchecked Sendable {
+    /// Guards the buffer; the thread and `drain` wait on it (so every change is broadcast: a signal
+    /// could wake a drainer instead of the thread).
+    private let condition = NSCondition()
+    /// Guarded by `condition`.
+    private var buffer: LogBuffer
+    private var reopenRequested = false
+    private var shuttingDown = false
+    /// The daemon is stopping: once everything is written, the last record says what was lost, if
+    /// anything was (`closingRecordWritten` once it has).
+    private var closing = false
+    private var closingRecordWritten = false
+    /// The thread is writing what it took (`drain` waits for it).
+    private var busy = false
+    /// `buffer.paused`, readable without the lock: the loops check it before each request head.
+    let paused = Atomic<Bool>(false)
+    /// Touched by the thread only (and by `init`).
+    private let output: LogOutput
+    private let format: LogFormat
+    private let warn: @Sendable (String) -> Void
+
+    init(output: LogOutput, format: LogFormat, capacity: Int, overflow: LogOverflow,
+         warn: @escaping @Sendable (String) -> Void) {
+        self.output = output
+        self.format = format
+        self.warn = warn
+        buffer = LogBuffer(capacity: capacity, overflow: overflow)
+        let thread = Thread { [self] in run() }
+        thread.name = "atsgate.log"
+        thread.start()
+    }
+
+    /// A loop's batch (see `LogBuffer.offer`). Never blocks beyond the lock.
+    @discardableResult
+    func offer(_ batch: inout LogBatch, force: Bool = false) -> LogBuffer.Offer {
+        condition.lock()
+        defer { condition.unlock() }
+        let outcome = buffer.offer(&batch, force: force)
+        if outcome == .taken { condition.broadcast() }
+        publishPaused()
+        return outcome
+    }
+
+    func requestReopen() {
+        condition.lock()
+        reopenRequested = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until everything handed over has been written (or lost and counted, with its overflow
+    /// record tried), or until `deadline` (monotonic seconds); returns the records still unwritten.
+    /// `closing` (the daemon stops): the last record is then an overflow record when any were lost.
+    func drain(until deadline: Double, closing: Bool = false) -> Int {
+        condition.lock()
+        defer { condition.unlock() }
+        if closing {
+            self.closing = true
+            condition.broadcast()
+        }
+        while buffer.records > 0 || busy || closingRecordDue {
+            let left = deadline - monotonic()
+            if left <= 0 { break }
+            _ = condition.wait(until: Date(timeIntervalSinceNow: min(left, 1)))
+        }
+        return buffer.records
+    }
+
+    /// Ends the thread once it has finished its current write (the sink is going away).
+    func shutDown() {
+        condition.lock()
+        shuttingDown = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// The buffer's counts, for metrics, health and warnings.
+    var state: LogState {
+        condition.lock()
+        defer { condition.unlock() }
+        return LogState(bufferedBytes: buffer.bytes, capacity: buffer.capacity, overflow: buffer.overflow,
+                        droppedTotal: buffer.droppedTotal, cause: buffer.cause, failure: buffer.failure,
+                        paused: buffer.paused, pauses: buffer.pauses, output: output.name)
+    }
+
+    /// Under the lock.
+    private var closingRecordDue: Bool { closing && !closingRecordWritten && buffer.droppedTotal > 0 }
+
+    /// Under the lock.
+    private func publishPaused() {
+        if paused.load(ordering: .relaxed) != buffer.paused { paused.store(buffer.paused, ordering: .relaxed) }
+    }
+
+    // MARK: the thread
+
+    private func run() {
+        /// Taken from the buffer and not yet written, in order (after a failure under `pause`, kept
+        /// for the next try).
+        var held: [LogBatch] = []
+        var failing = false
+        condition.lock()
+        while true {
+            if buffer.waiting.isEmpty, !reopenRequested, !shuttingDown, !(closingRecordDue && !failing) {
+                if failing || buffer.unreported > 0 || closingRecordDue {
+                    // Retry a failed write, or the overflow record, on the next batch or in a second.
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
+                } else {
+                    condition.wait()
+                }
+            }
+            if shuttingDown { break }
+            held += buffer.take()
+            let reopen = reopenRequested
+            reopenRequested = false
+            busy = true
+            condition.unlock()
+
+            if reopen, let problem = output.reopen() { warn(problem) }
+            failing = !write(&held) || !reportLosses()
+
+            condition.lock()
+            busy = false
+            condition.broadcast()
+        }
+        condition.unlock()
+    }
+
+    /// Writes the held batches in order; false when a write failed under `pause` (the rest is kept).
+    private func write(_ held: inout [LogBatch]) -> Bool {
+        while !held.isEmpty {
+            let size = held[0].size
+            let records = held[0].records
+            let problem = output.write(&held[0])
+            condition.lock()
+            buffer.failure = problem
+            if problem != nil, buffer.overflow == .pause {
+                // Nothing is lost: what was written is released, the rest waits for the next try.
+                buffer.release(bytes: size - held[0].size, records: records - held[0].records)
+                publishPaused()
+                condition.unlock()
+                return false
+            }
+            if let problem { buffer.lose(held[0].records, cause: problem) }
+            buffer.release(bytes: size, records: records)
+            buffer.recycle(&held[0].lines)
+            publishPaused()
+            condition.unlock()
+            held.removeFirst()
+        }
+        return true
+    }
+
+    /// Writes the overflow record when records were lost since the last one, and when the daemon
+    /// stops after any were lost (then it is the last record, even with nothing new to count).
+    private func reportLosses() -> Bool {
+        condition.lock()
+        let unreported = buffer.unreported
+        let total = buffer.droppedTotal
+        let cause = buffer.cause
+        // Nothing is left to write (the thread holds nothing when it gets here).
+        let last = closingRecordDue && buffer.records == 0
+        // Stopping with records still to write: one record after them says it all.
+        let deferred = closing && buffer.records > 0
+        condition.unlock()
+        guard unreported > 0 || last, !deferred else { return true }
+        var record = LogOverflowRecord(time: wallClock(), dropped: unreported, droppedTotal: total, cause: cause)
+            .batch(format: format, structured: output.structured != nil)
+        let problem = output.write(&record)
+        condition.lock()
+        if problem == nil {
+            buffer.reported(unreported)
+            if last { closingRecordWritten = true }
+        }
+        buffer.failure = problem
+        condition.unlock()
+        return problem == nil
+    }
+}
+
+/// What the log holds and has lost, as /metrics, /healthz, /readyz and the warnings tell it.
+public struct LogState: Sendable {
+    public var bufferedBytes: Int
+    public var capacity: Int
+    public var overflow: LogOverflow
+    /// Decision records lost since the start.
+    public var droppedTotal: Int
+    /// Why records were last lost.
+    public var cause: String
+    /// Why the last write failed, while writes fail.
+    public var failure: String?
+    /// `pause`: new connections and requests wait for the log to drain.
+    public var paused: Bool
+    /// How many times that began.
+    public var pauses: Int
+    /// Where the records go ("standard output", the file's path).
+    public var output: String
+}
