@@ -51,6 +51,9 @@ package struct LogRecord {
     var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
     var proxyUser: String?
+    /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
+    /// when there was one).
+    var clientTLS = false
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -90,6 +93,7 @@ package struct LogRecord {
         fields.string("proxy_user", proxyUser)
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
+        if clientTLS { fields.bool("client_tls", true) }
         if let certificate {
             fields.string("cert_subject", certificate.subject)
             fields.string("cert_issuer", certificate.issuer)
@@ -113,6 +117,7 @@ package struct LogRecord {
         let verdict = loggedAction
         let code = loggedReason
         var line = "\(LogRecord.timestamp(time)) \(client)"
+        if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
         if let app { line += " app=\(app)" }
         line += " \(method) \(target) \(verdict.uppercased())"

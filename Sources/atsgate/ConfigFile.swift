@@ -8,7 +8,7 @@ import Foundation
 /// may appear on several lines; `#` starts a comment. Flags on the command line override the file,
 /// and a repeatable flag given there replaces all of the file's values for it.
 enum ConfigFile {
-    static let repeatable: Set<String> = ["listen", "resolve", "connect-port", "allow-client", "local-network",
+    static let repeatable: Set<String> = ["listen", "listen-tls", "resolve", "connect-port", "allow-client", "local-network",
                                           "ca-file", "upgrade-port", "policy", "route"]
     static let booleans: Set<String> = ["no-builtin-exceptions"]
 
