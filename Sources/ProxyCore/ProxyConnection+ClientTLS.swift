@@ -98,7 +98,7 @@ extension ProxyConnection {
             // OpenSSL's alert for the client, if it wrote one.
             tls.handshakeStepped(flight: flight, done: false)
             _ = tls.flush(client)
-            handshakeFailed("the TLS handshake with the client failed: \(problem)")
+            handshakeFailed(Self.handshakeProblem(problem))
         case .closed, .bytes:
             handshakeFailed("the client closed the connection during the TLS handshake")
         }
@@ -130,6 +130,17 @@ extension ProxyConnection {
         let hex = String(first, radix: 16, uppercase: true)
         handshakeFailed("not a TLS handshake: the first byte is 0x\(hex.count == 1 ? "0" : "")\(hex), not 0x16")
         return true
+    }
+
+    /// OpenSSL's words for a failed handshake, with what to do when the client refused the proxy's
+    /// certificate (the commonest cause: a device without the CA).
+    static func handshakeProblem(_ problem: String) -> String {
+        let detail = problem.replacing("TLS handshake failed: ", with: "")
+        var message = "the client's TLS handshake with the proxy failed: \(detail)"
+        if ["unknown ca", "bad certificate", "certificate unknown"].contains(where: { detail.contains("alert \($0)") }) {
+            message += " (the client does not trust the proxy's certificate: give it the CA that signed --listen-cert)"
+        }
+        return message
     }
 
     /// Ends a handshake that failed, with its record (action error, reason client-tls).
