@@ -29,6 +29,8 @@ final class Bench {
     /// Which TLS flags `atsgate run` lacks, or nil when it has them all.
     var atsgateTLSNote: String?
     var atsgateHasAdmin = false
+    /// `atsgate run --listen-tls` exists (the row of tunnels with TLS to the proxy).
+    var atsgateHasListenTLS = false
     let results = Results()
     /// /proc/loadavg's three averages when the run began.
     let loadAverageAtStart: String
@@ -79,13 +81,16 @@ final class Bench {
 
     func sleepPause() { usleep(useconds_t(pause * 1_000_000)) }
 
-    /// A config file of Benchmarks/config with the run's values in: @DIR@, @ORIGIN_PORT@, @TLS_PORT@, @PORT@.
-    func render(_ template: String, to path: String, port: Int? = nil, directory: String? = nil) throws {
-        let text = try String(contentsOfFile: root + "/Benchmarks/config/" + template, encoding: .utf8)
+    /// A config file of Benchmarks/config with the run's values in: @DIR@, @ORIGIN_PORT@, @TLS_PORT@, @PORT@,
+    /// and the `extra` placeholders.
+    func render(_ template: String, to path: String, port: Int? = nil, directory: String? = nil,
+                extra: [String: String] = [:]) throws {
+        var text = try String(contentsOfFile: root + "/Benchmarks/config/" + template, encoding: .utf8)
             .replacingOccurrences(of: "@DIR@", with: directory ?? tmp)
             .replacingOccurrences(of: "@ORIGIN_PORT@", with: String(Bench.originPort))
             .replacingOccurrences(of: "@TLS_PORT@", with: String(Bench.tlsPort))
             .replacingOccurrences(of: "@PORT@", with: port.map(String.init) ?? "")
+        for (placeholder, value) in extra { text = text.replacingOccurrences(of: placeholder, with: value) }
         try text.write(toFile: path, atomically: false, encoding: .utf8)
     }
 
@@ -115,6 +120,7 @@ final class Bench {
             say("atsgate run not available: its column is n/a")
             return
         }
+        atsgateHasListenTLS = help.stdout.contains("--listen-tls")
         guard tlsRows.tls else { return }
         let missing = ["--tls-inspection", "--certificate-check", "--ca-file", "--verdict-ttl", "--local-network"]
             .filter { !help.stdout.contains($0) }

@@ -3,11 +3,12 @@ import Glibc
 
 /// One measurement against a proxy (or the origin directly).
 enum Step: String {
-    case tps, syscalls, bulk1, bulk4, fwd, rss, tls13, tls12
+    case tps, tpsProxyTLS = "tps_tls", syscalls, bulk1, bulk4, fwd, rss, tls13, tls12
 
     var label: String {
         switch self {
         case .tps: "new tunnels/s"
+        case .tpsProxyTLS: "new tunnels/s, TLS to the proxy"
         case .syscalls: "system calls per tunnel"
         case .bulk1: "bulk MB/s, 1 stream"
         case .bulk4: "bulk MB/s, 4 streams"
@@ -59,27 +60,31 @@ extension Bench {
         return (after - before) * 1e6 / Double(count)
     }
 
-    /// 8 threads: connect, CONNECT, GET /small with Connection: close, read to EOF, close.
-    func measureTunnels(_ column: String, address: String, proxy: RunningProxy?) {
+    /// 8 threads: connect, CONNECT, GET /small with Connection: close, read to EOF, close. With
+    /// `proxyTLS`, the same over the proxy's TLS listener (a full handshake with the proxy first, then
+    /// everything inside that TLS): metrics `tps_tls`, `p50_tls`, `p99_tls`, `tps_tls_cpu_us`.
+    func measureTunnels(_ column: String, address: String, proxy: RunningProxy?, proxyTLS: Bool = false) {
+        let suffix = proxyTLS ? "_tls" : ""
+        let metric = "tps" + suffix
         let cpu0 = proxy.map { ProcFS.treeCPUSeconds($0.process.pid) }
         let arguments = ["tunnels", "--proxy", address, "--target", originTarget, "--threads", "8",
-                         "--duration", String(duration)] + (proxy == nil ? ["--direct"] : [])
-        guard let (line, stderr) = loadgenRun(arguments, column: column, metric: "tps", what: "tunnels") else { return }
+                         "--duration", String(duration)] + (proxy == nil ? ["--direct"] : []) + (proxyTLS ? ["--proxy-tls"] : [])
+        guard let (line, stderr) = loadgenRun(arguments, column: column, metric: metric, what: "tunnels") else { return }
         let kv = keyValues(line)
         let completed = kv["completed"].flatMap { Int($0) }
         if let proxy, let cpu0 {
-            results[column, "tps_cpu_us"] = cpuMicroseconds(
+            results[column, metric + "_cpu_us"] = cpuMicroseconds(
                 from: cpu0, to: ProcFS.treeCPUSeconds(proxy.process.pid), per: completed)
         }
         if completed == 0 {
-            results.setNote(column, "tps", "nothing completed")
+            results.setNote(column, metric, "nothing completed")
         } else {
-            results[column, "tps"] = kv["rate"].flatMap { Double($0) }
-            results[column, "p50"] = kv["p50_ms"].flatMap { Double($0) }
-            results[column, "p99"] = kv["p99_ms"].flatMap { Double($0) }
+            results[column, metric] = kv["rate"].flatMap { Double($0) }
+            results[column, "p50" + suffix] = kv["p50_ms"].flatMap { Double($0) }
+            results[column, "p99" + suffix] = kv["p99_ms"].flatMap { Double($0) }
         }
-        noteErrors(column, "tps", count: kv["errors"].flatMap { Int($0) }, stderr: stderr, line: line)
-        say("\(column) tunnels: \(line)")
+        noteErrors(column, metric, count: kv["errors"].flatMap { Int($0) }, stderr: stderr, line: line)
+        say("\(column) tunnels\(proxyTLS ? " over TLS to the proxy" : ""): \(line)")
     }
 
     /// The tunnels workload again for 2 s with `strace -c -f` attached to the proxy and its processes:
@@ -321,6 +326,10 @@ extension Bench {
             }
             switch step {
             case .tps: measureTunnels(column, address: current.address, proxy: current)
+            case .tpsProxyTLS:
+                if let tlsAddress = current.tlsAddress {
+                    measureTunnels(column, address: tlsAddress, proxy: current, proxyTLS: true)
+                }
             case .syscalls: measureSystemCalls(column, proxy: current)
             case .bulk1: measureBulk(column, address: current.address, streams: 1)
             case .bulk4: measureBulk(column, address: current.address, streams: 4)

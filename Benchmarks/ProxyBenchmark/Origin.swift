@@ -26,8 +26,9 @@ extension Bench {
             // The page cache warm before the first bulk run.
             readThrough(tmp + "/www/big")
         }
+        // The TLS origin's certificate is also what the proxies' TLS listeners present.
+        try makeCertificates()
         if tlsRows.tls {
-            try makeCertificates()
             try render("nginx-tls.conf", to: tmp + "/nginx-tls.conf")
         } else {
             try "".write(toFile: tmp + "/nginx-tls.conf", atomically: false, encoding: .utf8)

@@ -7,24 +7,32 @@ struct RunningProxy {
     let port: Int
     /// atsgate's admin listener (TLS runs only), for the verdict cache's counters.
     let adminPort: Int?
+    /// The proxy's TLS listener (atsgate's --listen-tls, squid's https_port), for the row of
+    /// tunnels with TLS to the proxy; nil for the proxies that have none.
+    let tlsPort: Int?
     var process: Spawned
     let logPath: String
     var address: String { "127.0.0.1:\(port)" }
+    var tlsAddress: String? { tlsPort.map { "127.0.0.1:\($0)" } }
 }
 
 /// How each proxy is started. Configs come from Benchmarks/config (see Benchmarks/README.md).
 extension Bench {
-    func startProxy(_ column: Column, port: Int, run: AtsgateRun = .plain, adminPort: Int? = nil) -> RunningProxy? {
+    func startProxy(_ column: Column, port: Int, run: AtsgateRun = .plain, adminPort: Int? = nil,
+                    tlsPort: Int? = nil) -> RunningProxy? {
         let log = tmp + "/" + (column == .atsgate && run != .plain ? "atsgate-\(run.rawValue)" : column.rawValue) + ".log"
+        // The plain rows' atsgate and squid get a TLS listener beside the plain one.
+        let tlsPort = tlsPort ?? (run == .plain && (column == .squid || (column == .atsgate && atsgateHasListenTLS)) ? takePort() : nil)
         do {
-            let process = try spawnProxy(column, port: port, run: run, adminPort: adminPort, log: log)
-            guard Loopback.waitOpen(port, while: process) else {
+            let process = try spawnProxy(column, port: port, run: run, adminPort: adminPort, tlsPort: tlsPort, log: log)
+            guard Loopback.waitOpen(port, while: process), tlsPort.map({ Loopback.waitOpen($0, while: process) }) ?? true else {
                 say("\(column.rawValue)\(run == .plain ? "" : " (\(run.rawValue))") did not start on 127.0.0.1:\(port):")
                 FileHandle.standardError.write(Data(readText(log).split(separator: "\n").prefix(20).joined(separator: "\n").utf8))
                 process.stop()
                 return nil
             }
-            return RunningProxy(column: column, run: run, port: port, adminPort: adminPort, process: process, logPath: log)
+            return RunningProxy(column: column, run: run, port: port, adminPort: adminPort, tlsPort: tlsPort,
+                                process: process, logPath: log)
         } catch {
             say("\(column.rawValue) did not start: \(error)")
             return nil
@@ -33,10 +41,11 @@ extension Bench {
 
     /// The same proxy again on the same port (after it died).
     func restart(_ proxy: RunningProxy) -> RunningProxy? {
-        startProxy(proxy.column, port: proxy.port, run: proxy.run, adminPort: proxy.adminPort)
+        startProxy(proxy.column, port: proxy.port, run: proxy.run, adminPort: proxy.adminPort, tlsPort: proxy.tlsPort)
     }
 
-    private func spawnProxy(_ column: Column, port: Int, run: AtsgateRun, adminPort: Int?, log: String) throws -> Spawned {
+    private func spawnProxy(_ column: Column, port: Int, run: AtsgateRun, adminPort: Int?, tlsPort: Int?,
+                            log: String) throws -> Spawned {
         switch column {
         case .direct:
             throw BenchmarkError("direct is no proxy")
@@ -44,7 +53,9 @@ extension Bench {
             try render("tinyproxy.conf", to: tmp + "/tinyproxy.conf", port: port)
             return try Command.start("tinyproxy", ["-d", "-c", tmp + "/tinyproxy.conf"], stdout: log, stderr: log)
         case .squid:
-            try render("squid.conf", to: tmp + "/squid.conf", port: port)
+            // https_port: TLS to the proxy (Debian's squid is built with GnuTLS, which serves it).
+            let https = tlsPort.map { "https_port 127.0.0.1:\($0) tls-cert=\(tlsDirectory)/server.pem tls-key=\(tlsDirectory)/server.key" }
+            try render("squid.conf", to: tmp + "/squid.conf", port: port, extra: ["@HTTPS_PORT@": https ?? ""])
             return try Command.start("squid", ["-N", "-f", tmp + "/squid.conf"], stdout: log, stderr: log)
         case .privoxy:
             try render("privoxy.conf", to: tmp + "/privoxy.conf", port: port)
@@ -62,6 +73,10 @@ extension Bench {
             var decisions = "/dev/null"
             if run == .plain {
                 arguments += ["--connect-port", String(Bench.originPort)]
+                if let tlsPort {
+                    arguments += ["--listen-tls", "127.0.0.1:\(tlsPort)", "--listen-cert", tlsDirectory + "/server.pem",
+                                  "--listen-key", tlsDirectory + "/server.key"]
+                }
             } else {
                 arguments += ["--connect-port", String(Bench.tlsPort), "--local-network", "192.0.2.0/24",
                               "--certificate-check", "before"]

@@ -102,7 +102,7 @@ struct ProxyBenchmark: ParsableCommand {
 }
 
 extension Bench {
-    var plainSteps: [Step] { [.tps] + (countSystemCalls ? [.syscalls] : []) + [.bulk1, .bulk4, .fwd, .rss] }
+    var plainSteps: [Step] { [.tps, .tpsProxyTLS] + (countSystemCalls ? [.syscalls] : []) + [.bulk1, .bulk4, .fwd, .rss] }
     static let tlsSteps: [Step] = [.tls13, .tls12]
 
     /// Each column in turn, each proxy alone on the machine with the origin and the load generator.

@@ -41,6 +41,9 @@ struct Report {
                 ("tps", "new tunnels/s", "8 client threads: connect, CONNECT, GET /small with Connection: close, close"),
                 ("p99", "p99 per tunnel (ms)", "same run"),
                 ("tps_cpu_us", "proxy CPU per tunnel (us)", "same run: the proxy's user + system time, its child processes included, over the tunnels completed"),
+                ("tps_tls", "new tunnels/s, TLS to the proxy", "the same over the proxy's TLS listener in the same process (atsgate --listen-tls, squid https_port; the run's P-256 certificate): a full TLS 1.3 handshake with the proxy per tunnel, no resumption, then CONNECT and GET /small inside it"),
+                ("p99_tls", "p99 per tunnel (ms), TLS to the proxy", "same run"),
+                ("tps_tls_cpu_us", "proxy CPU per tunnel (us), TLS to the proxy", "same run"),
             ]
             if bench.countSystemCalls {
                 rows.append(("syscalls", "system calls per tunnel", "a separate 2 s tunnels run under strace -c -f (its rate means nothing): the proxy's system calls over the tunnels completed"))
@@ -72,7 +75,7 @@ struct Report {
     }
 
     private func format(_ metric: String, _ value: Double) -> String {
-        if metric.hasSuffix("p99") || metric.hasSuffix("p50") {
+        if metric.hasSuffix("p99") || metric.hasSuffix("p50") || metric.hasPrefix("p99_") || metric.hasPrefix("p50_") {
             return String(format: value < 10 ? "%.2f" : "%.1f", value)
         }
         if metric == "rss" || metric == "syscalls" { return String(format: "%.1f", value) }
@@ -84,6 +87,8 @@ struct Report {
         if column == "direct" && (metric == "rss" || metric == "syscalls" || metric.hasSuffix("_cpu_us")) { return "-" }
         if column == "floor" && metric.hasPrefix("fwd") { return "-" }
         if column == "atsgate_off" && !metric.hasPrefix("tls") { return "-" }
+        // Only atsgate and squid have a TLS listener.
+        if metric.hasSuffix("_tls") || metric.hasPrefix("tps_tls"), column != "atsgate", column != "squid" { return "-" }
         let note = results.note(column, metric)
         guard let value = results[column, metric] else { return "n/a" + (note.map { " (\($0))" } ?? "") }
         if note == "*" { return format(metric, value) + "*" }
@@ -178,6 +183,9 @@ struct Report {
             out.append("| new tunnels/s | \(cell("atsgate", "tps")) | \(against("floor", "tps")) | \(ratio(tps, floorTPS)) | \(peerCell("tps", bestPeer("tps"))) | >= \(Target.tunnelsVsFloor)x the floor proxy | \(met(tps.flatMap { t in floorTPS.map { t >= Target.tunnelsVsFloor * $0 } })) |")
             let cpu = a("tps_cpu_us"), floorCPU = value("floor", "tps_cpu_us")
             out.append("| proxy CPU per tunnel (us) | \(cell("atsgate", "tps_cpu_us")) | \(against("floor", "tps_cpu_us")) | \(ratio(cpu, floorCPU)) | \(peerCell("tps_cpu_us", bestPeer("tps_cpu_us", lowest: true))) | <= \(Target.cpuPerTunnelVsFloor)x the floor proxy's | \(met(cpu.flatMap { c in floorCPU.map { c <= Target.cpuPerTunnelVsFloor * $0 } })) |")
+            let overTLS = a("tps_tls")
+            out.append("| new tunnels/s, TLS to the proxy | \(cell("atsgate", "tps_tls")) | \(against("atsgate", "tps")) (its plain listener) | \(ratio(overTLS, tps)) | \(peerCell("tps_tls", bestPeer("tps_tls"))) | (no target: the handshake's cost, beside squid's https_port) | - |")
+            out.append("| proxy CPU per tunnel (us), TLS to the proxy | \(cell("atsgate", "tps_tls_cpu_us")) | \(against("atsgate", "tps_cpu_us")) (its plain listener) | \(ratio(a("tps_tls_cpu_us"), cpu)) | \(peerCell("tps_tls_cpu_us", bestPeer("tps_tls_cpu_us", lowest: true))) | (no target) | - |")
             out.append("| p99 per tunnel (ms) | \(cell("atsgate", "p99")) | \(against("floor", "p99")) | \(ratio(a("p99"), value("floor", "p99"))) | \(peerCell("p99", bestPeer("p99", lowest: true))) | (no target: follows the rate) | - |")
             for m in ["bulk1", "bulk4"] {
                 let bulk = a(m), direct = value("direct", m)

@@ -26,6 +26,11 @@
 // Every mode that sends a CONNECT also takes --proxy-header 'NAME: VALUE' (repeatable): fields added
 // to each CONNECT, e.g. Proxy-Authorization and User-Agent (scripts/benchmark-lab).
 //
+// tunnels and bulk take --proxy-tls: TLS to the proxy itself (a proxy's TLS listener, Squid's
+// https_port), a full handshake per connection (no session resumption, no certificate verification,
+// as the tls mode's inner handshake), then CONNECT and everything after it inside that TLS. A failed
+// handshake with the proxy counts as err_tls.
+//
 // Output: one line of key=value pairs on stdout per result (parsed by scripts/benchmark); the first
 // few failures of each kind are described on stderr. Every failure is counted: err_connect (connect()
 // to the proxy failed), err_proxy (CONNECT answered with something else than 2xx, or the proxy closed
@@ -79,6 +84,7 @@ static long count = 1500;
 static double hold = 600.0;
 static int use_stdin = 0;
 static int tls_max_version = TLS1_3_VERSION;
+static int proxy_tls = 0;
 
 static double now_s(void) {
     struct timespec ts;
@@ -118,6 +124,57 @@ static int open_conn(int *kind) {
         return -1;
     }
     return fd;
+}
+
+static int tls_failure(SSL *ssl, int rc, const char *during);
+
+// A connection to the proxy: its socket, and the TLS session over it with --proxy-tls.
+typedef struct {
+    int fd;
+    SSL *ssl;
+} conn_t;
+
+static int write_all(int fd, const char *p, size_t n, int *kind);
+
+static int conn_send(conn_t *c, const char *p, size_t n, int *kind) {
+    if (!c->ssl) return write_all(c->fd, p, n, kind);
+    while (n > 0) {
+        size_t w = 0;
+        int rc = SSL_write_ex(c->ssl, p, n, &w);
+        if (rc != 1) {
+            *kind = tls_failure(c->ssl, rc, "writing to the proxy over TLS");
+            return -1;
+        }
+        p += w;
+        n -= w;
+    }
+    return 0;
+}
+
+// Bytes read (> 0), 0 at the end of the stream (EOF, or close_notify), -1 on an error (*kind set and
+// reported, `during` saying what was being read).
+static ssize_t conn_recv(conn_t *c, char *buf, size_t size, int *kind, const char *during) {
+    if (!c->ssl) {
+        for (;;) {
+            ssize_t n = recv(c->fd, buf, size, 0);
+            if (n >= 0) return n;
+            if (errno == EINTR) continue;
+            *kind = classify_errno(errno);
+            report(*kind, "%s: %s", during, strerror(errno));
+            return -1;
+        }
+    }
+    size_t n = 0;
+    int rc = SSL_read_ex(c->ssl, buf, size, &n);
+    if (rc == 1) return (ssize_t)n;
+    if (SSL_get_error(c->ssl, rc) == SSL_ERROR_ZERO_RETURN) return 0; // close_notify, or EOF (tls_client_ctx)
+    *kind = tls_failure(c->ssl, rc, during);
+    return -1;
+}
+
+static void conn_close(conn_t *c) {
+    if (c->ssl) SSL_free(c->ssl);
+    close(c->fd);
 }
 
 static int write_all(int fd, const char *p, size_t n, int *kind) {
@@ -192,19 +249,14 @@ static size_t resp_feed(resp_t *r, const char *p, size_t n, int stop_at_head, si
 }
 
 // Reads the CONNECT answer head. Bytes read past it are copied to spill (size *spill_len).
-static int read_connect_head(int fd, char *spill, size_t *spill_len, int *kind) {
+static int read_connect_head(conn_t *c, char *spill, size_t *spill_len, int *kind) {
     resp_t r;
     resp_init(&r);
     char buf[4096];
     if (spill_len) *spill_len = 0;
     while (r.head_done == 0) {
-        ssize_t n = recv(fd, buf, sizeof buf, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            *kind = classify_errno(errno);
-            report(*kind, "reading CONNECT answer: %s", strerror(errno));
-            return -1;
-        }
+        ssize_t n = conn_recv(c, buf, sizeof buf, kind, "reading CONNECT answer");
+        if (n < 0) return -1;
         if (n == 0) {
             *kind = E_PROXY;
             report(E_PROXY, "proxy closed the connection before answering CONNECT");
@@ -232,10 +284,10 @@ static int read_connect_head(int fd, char *spill, size_t *spill_len, int *kind) 
     return 0;
 }
 
-static int send_connect(int fd, int *kind) {
+static int send_connect(conn_t *c, int *kind) {
     char req[3000];
     int n = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, target, proxy_headers);
-    return write_all(fd, req, (size_t)n, kind);
+    return conn_send(c, req, (size_t)n, kind);
 }
 
 static int format_get(char *req, size_t size) {
@@ -246,10 +298,10 @@ static int format_get(char *req, size_t size) {
     return snprintf(req, size, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
 }
 
-static int send_get(int fd, int *kind) {
+static int send_get(conn_t *c, int *kind) {
     char req[600];
     int n = format_get(req, sizeof req);
-    return write_all(fd, req, (size_t)n, kind);
+    return conn_send(c, req, (size_t)n, kind);
 }
 
 // The verdict on a response read to EOF: 0 when complete, -1 (and *kind) otherwise.
@@ -276,7 +328,7 @@ static int check_response(resp_t *r, int *kind) {
 
 // Reads the GET response to EOF (or until deadline > 0 passes). Returns 0 when complete, 1 when cut by
 // the deadline, -1 on error. *bytes gets every byte read (head and body).
-static int read_response(int fd, char *buf, size_t bufsize, const char *spill, size_t spill_len, double deadline,
+static int read_response(conn_t *c, char *buf, size_t bufsize, const char *spill, size_t spill_len, double deadline,
                          long long *bytes, int *kind) {
     resp_t r;
     resp_init(&r);
@@ -284,13 +336,8 @@ static int read_response(int fd, char *buf, size_t bufsize, const char *spill, s
     *bytes = (long long)spill_len;
     if (spill_len) resp_feed(&r, spill, spill_len, 0, &extra);
     for (;;) {
-        ssize_t n = recv(fd, buf, bufsize, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            *kind = classify_errno(errno);
-            report(*kind, "reading response: %s", strerror(errno));
-            return -1;
-        }
+        ssize_t n = conn_recv(c, buf, bufsize, kind, "reading response");
+        if (n < 0) return -1;
         if (n == 0) break;
         *bytes += n;
         resp_feed(&r, buf, (size_t)n, 0, &extra);
@@ -329,27 +376,50 @@ static void lat_push(worker_t *w, double seconds) {
     w->lat_us[w->lat_len++] = us > 4e9 ? 4000000000u : (uint32_t)us;
 }
 
+// TLS with the proxy itself (--proxy-tls) over a connected socket; 0, or -1 with *kind set.
+static int proxy_handshake(worker_t *w, conn_t *c, int *kind) {
+    ERR_clear_error();
+    c->ssl = SSL_new(w->tls_ctx);
+    if (!c->ssl || !SSL_set_fd(c->ssl, c->fd)) {
+        *kind = E_TLS;
+        report(E_TLS, "SSL_new: %s", ERR_error_string(ERR_get_error(), NULL));
+        ERR_clear_error();
+        return -1;
+    }
+    int rc = SSL_connect(c->ssl);
+    if (rc != 1) {
+        *kind = tls_failure(c->ssl, rc, "TLS handshake with the proxy");
+        return -1;
+    }
+    return 0;
+}
+
 // One tunnel (or one direct request). stream: bulk mode with deadline cut-off.
 static int one_exchange(worker_t *w, char *buf, size_t bufsize, double deadline_cut) {
     int kind = E_IO;
-    int fd = open_conn(&kind);
-    if (fd < 0) {
+    conn_t c = {open_conn(&kind), NULL};
+    if (c.fd < 0) {
         w->errors[kind]++;
         return -1;
     }
     char spill[4096];
     size_t spill_len = 0;
+    if (proxy_tls && proxy_handshake(w, &c, &kind) != 0) {
+        conn_close(&c);
+        w->errors[kind]++;
+        return -1;
+    }
     if (!direct) {
-        if (send_connect(fd, &kind) != 0 || read_connect_head(fd, spill, &spill_len, &kind) != 0) {
-            close(fd);
+        if (send_connect(&c, &kind) != 0 || read_connect_head(&c, spill, &spill_len, &kind) != 0) {
+            conn_close(&c);
             w->errors[kind]++;
             return -1;
         }
     }
     long long bytes = 0;
-    int rc = send_get(fd, &kind);
-    if (rc == 0) rc = read_response(fd, buf, bufsize, spill, spill_len, deadline_cut, &bytes, &kind);
-    close(fd);
+    int rc = send_get(&c, &kind);
+    if (rc == 0) rc = read_response(&c, buf, bufsize, spill, spill_len, deadline_cut, &bytes, &kind);
+    conn_close(&c);
     w->bytes += bytes;
     if (rc < 0) {
         w->errors[kind]++;
@@ -475,7 +545,8 @@ static int one_tls_exchange(worker_t *w, char *buf, size_t bufsize) {
         return -1;
     }
     // Nothing may follow the CONNECT answer: the server speaks only after the ClientHello.
-    if (!direct && (send_connect(fd, &kind) != 0 || read_connect_head(fd, NULL, NULL, &kind) != 0)) {
+    conn_t plain = {fd, NULL};
+    if (!direct && (send_connect(&plain, &kind) != 0 || read_connect_head(&plain, NULL, NULL, &kind) != 0)) {
         close(fd);
         w->errors[kind]++;
         return -1;
@@ -536,7 +607,7 @@ static int run_load(int bulk, int tls) {
     pthread_barrier_init(&barrier, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         ws[i].barrier = &barrier;
-        if (tls) ws[i].tls_ctx = tls_client_ctx();
+        if (tls || proxy_tls) ws[i].tls_ctx = tls_client_ctx();
         void *(*worker)(void *) = bulk ? bulk_worker : tls ? tls_worker : tunnels_worker;
         if (pthread_create(&ws[i].tid, NULL, worker, &ws[i]) != 0) {
             perror("loadgen: pthread_create");
@@ -622,7 +693,8 @@ static void *idle_opener(void *arg) {
         }
         int kind = E_IO;
         int fd = open_conn(&kind);
-        if (fd >= 0 && (send_connect(fd, &kind) != 0 || read_connect_head(fd, NULL, NULL, &kind) != 0)) {
+        conn_t plain = {fd, NULL};
+        if (fd >= 0 && (send_connect(&plain, &kind) != 0 || read_connect_head(&plain, NULL, NULL, &kind) != 0)) {
             close(fd);
             fd = -1;
         }
@@ -714,7 +786,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: loadgen tunnels|tls|bulk|idle --proxy HOST:PORT [--target HOST:PORT] [--direct] [--threads N]\n"
             "               [--streams N] [--duration SECONDS] [--path PATH] [--count K] [--hold SECONDS] [--stdin]\n"
-            "               [--tls-max 1.3|1.2] [--proxy-header 'NAME: VALUE' ...]\n");
+            "               [--tls-max 1.3|1.2] [--proxy-header 'NAME: VALUE' ...] [--proxy-tls]\n");
     exit(2);
 }
 
@@ -739,6 +811,7 @@ int main(int argc, char **argv) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--direct")) direct = 1;
+        else if (!strcmp(a, "--proxy-tls")) proxy_tls = 1;
         else if (!strcmp(a, "--stdin")) use_stdin = 1;
         else if (!v) usage();
         else if (!strcmp(a, "--proxy")) proxy = v, i++;
@@ -773,6 +846,11 @@ int main(int argc, char **argv) {
         err_kinds_printed = E_COUNT;
         if (!target_given) snprintf(target, sizeof target, "127.0.0.1:18443");
     }
+    if (proxy_tls && !is_tunnels && !is_bulk) {
+        fprintf(stderr, "loadgen: --proxy-tls is for the tunnels and bulk modes\n");
+        return 2;
+    }
+    if (proxy_tls) err_kinds_printed = E_COUNT;
     if (is_idle) io_timeout_s = 5;
     if (is_idle && direct) {
         fprintf(stderr, "loadgen: idle has no direct mode\n");

@@ -39,6 +39,40 @@ static inline uint64_t atsgate_client_options(void) {
     return SSL_OP_NO_COMPRESSION | SSL_OP_IGNORE_UNEXPECTED_EOF;
 }
 
+/* The TLS listener's options (--listen-tls): no compression (CRIME), no renegotiation (a client could
+   make the proxy redo the costly part of a handshake on an event loop), the server's cipher order, and
+   a client that closes without close_notify read as an end of stream, as for the upstream side. */
+static inline uint64_t atsgate_server_options(void) {
+    return SSL_OP_NO_COMPRESSION | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE
+        | SSL_OP_IGNORE_UNEXPECTED_EOF;
+}
+
+static inline long atsgate_SSL_CTX_set_session_cache_mode(SSL_CTX *ctx, long mode) {
+    return SSL_CTX_set_session_cache_mode(ctx, mode);
+}
+
+/* Adds a certificate of the chain the server sends after its leaf (one more reference to it). */
+static inline long atsgate_SSL_CTX_add1_chain_cert(SSL_CTX *ctx, X509 *cert) {
+    return SSL_CTX_add1_chain_cert(ctx, cert);
+}
+
+/* ALPN on the TLS listener: the proxy speaks HTTP/1.1, says so when the client offers it, and stays
+   silent otherwise (the client then assumes HTTP/1.1 all the same); never h2. */
+static int atsgate_alpn_select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                      const unsigned char *in, unsigned int inlen, void *arg) {
+    static const unsigned char http11[] = { 8, 'h', 't', 't', 'p', '/', '1', '.', '1' };
+    unsigned char *selected = NULL;
+    (void)ssl; (void)arg;
+    if (SSL_select_next_proto(&selected, outlen, http11, sizeof http11, in, inlen) == OPENSSL_NPN_NEGOTIATED) {
+        *out = selected;
+        return SSL_TLSEXT_ERR_OK;
+    }
+    return SSL_TLSEXT_ERR_NOACK;
+}
+static inline void atsgate_SSL_CTX_select_http11(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, atsgate_alpn_select_http11, NULL);
+}
+
 /* The bytes a memory BIO holds; *data points into the BIO. */
 static inline long atsgate_BIO_get_mem_data(BIO *bio, char **data) {
     return BIO_get_mem_data(bio, data);

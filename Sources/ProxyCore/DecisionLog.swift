@@ -49,6 +49,9 @@ package struct LogRecord {
     var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
     var proxyUser: String?
+    /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
+    /// when there was one).
+    var clientTLS = false
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -92,6 +95,7 @@ package struct LogRecord {
             fields.string("key_exchange", keyExchange.group?.name)
             fields.bool("pq_offered", keyExchange.postQuantumOffered)
         }
+        if clientTLS { fields.bool("client_tls", true) }
         if let certificate {
             fields.string("cert_subject", certificate.subject)
             fields.string("cert_issuer", certificate.issuer)
@@ -115,6 +119,7 @@ package struct LogRecord {
         let verdict = loggedAction
         let code = loggedReason
         var line = "\(LogRecord.timestamp(time)) \(client)"
+        if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
         if let app { line += " app=\(app)" }
         line += " \(method) \(target) \(verdict.uppercased())"

@@ -13,6 +13,11 @@ public enum ProxyMode: String, Sendable, CaseIterable {
 /// Everything the daemon needs to run, resolved from defaults, the config file and flags.
 public struct ProxyConfiguration: Sendable {
     public var listen: [SocketAddress] = [SocketAddress(ip: .v4(0x7F00_0001), port: 3128)]
+    /// `--listen-tls`: addresses where clients speak TLS to the proxy, with `listenerTLS`'s pair.
+    public var listenTLS: [SocketAddress] = []
+    /// `--listen-cert` and `--listen-key`, loaded: what the TLS listeners present. Re-read on every
+    /// reload; a connection keeps the pair it was accepted with.
+    public var listenerTLS: TLSServerContext?
     public var engine: DecisionEngine = DecisionEngine(policy: .empty)
     /// The policy's name in the log (its path, or "embedded").
     public var policyLabel = "embedded"

@@ -18,7 +18,7 @@ extension ProxyConnection {
         let path = head.target.prefix { $0 != "?" }
         guard ProxyConnection.pacPaths.contains(String(path)) else { return nil }
         record.message = "served \(path)"
-        let body = context.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head))
+        let body = context.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head), tls: clientTLS != nil)
         return .serve(contentType: ProxyConnection.pacType, body: body, includeBody: head.method != "HEAD")
     }
 
@@ -38,12 +38,13 @@ extension ProxyConnection {
     }
 
     /// Every URL through the proxy: no DIRECT fallback, which would bypass the policy when the proxy
-    /// is down.
-    static func pac(proxy: String) -> String {
+    /// is down. Asked of a TLS listener, the proxy is `HTTPS HOST:PORT` (TLS to the proxy: Chrome and
+    /// Firefox read it so).
+    static func pac(proxy: String, tls: Bool = false) -> String {
         """
         // atsgate: every request goes through the ATS-enforcing proxy.
         function FindProxyForURL(url, host) {
-          return "PROXY \(proxy)";
+          return "\(tls ? "HTTPS" : "PROXY") \(proxy)";
         }
 
         """

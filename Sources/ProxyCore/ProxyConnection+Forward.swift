@@ -239,9 +239,9 @@ extension ProxyConnection {
 
     func exchangeWriteClient() {
         guard case .exchanging(let exchange) = state else { return }
-        if !exchange.toClient.isEmpty {
+        if !exchange.toClient.isEmpty || clientHasUnsent {
             let pending = exchange.toClient.count
-            let outcome = client.write(&exchange.toClient)
+            let outcome = writeClient(&exchange.toClient)
             if exchange.toClient.count < pending { exchange.answered = true }
             switch outcome {
             case .done: break

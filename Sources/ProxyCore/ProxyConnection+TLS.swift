@@ -183,7 +183,7 @@ extension ProxyConnection {
             record.certificate = judgement.certificate
             record.toleratedFindings = judgement.tolerated
             perform(watched.inspection.apply(judgement), watched)
-        case .relaying:
+        case .relaying, .relayingTLS:
             // Released before the verdict (parallel mode): a failing verdict cuts the tunnel.
             record.certificate = judgement.certificate
             record.toleratedFindings = judgement.tolerated
@@ -223,13 +223,13 @@ extension ProxyConnection {
             record.bytesUp += before - watched.inspection.toOrigin.count
             if outcome == .failed { return perform([.ended("writing to the origin failed", origin: true)], watched) }
         }
-        if !watched.inspection.toClient.isEmpty {
+        if !watched.inspection.toClient.isEmpty || clientHasUnsent {
             let before = watched.inspection.toClient.count
-            let outcome = client.write(&watched.inspection.toClient)
+            let outcome = writeClient(&watched.inspection.toClient)
             record.bytesDown += before - watched.inspection.toClient.count
             if outcome == .failed { return perform([.ended("writing to the client failed", origin: false)], watched) }
         }
         upstream.wantWrite(!watched.inspection.toOrigin.isEmpty)
-        client.wantWrite(!watched.inspection.toClient.isEmpty)
+        client.wantWrite(!watched.inspection.toClient.isEmpty || clientHasUnsent)
     }
 }

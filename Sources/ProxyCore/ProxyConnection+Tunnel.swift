@@ -66,6 +66,9 @@ extension ProxyConnection {
 
     func startRelay(prefix: [UInt8], downPrefix: [UInt8] = []) {
         guard let upstream else { return close() }
+        if let clientTLS {
+            return startTLSRelay(clientTLS, to: upstream, prefix: prefix, downPrefix: downPrefix)
+        }
         let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
         let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
         enterRelaying(up: up, down: down)
@@ -80,6 +83,21 @@ extension ProxyConnection {
         armIdleTimer()
         down.run()
         up.run()
+    }
+
+    /// The relay of a client that speaks TLS to the proxy (ClientTLSRelay): user space both ways.
+    private func startTLSRelay(_ tls: ClientTLS, to upstream: Channel, prefix: [UInt8], downPrefix: [UInt8]) {
+        let relay = ClientTLSRelay(tls: tls, client: client, origin: upstream, loop: loop, prefix: prefix,
+                                   downPrefix: downPrefix)
+        enterRelayingTLS(relay)
+        lastActivity = monotonic()
+        relay.onProgress = { [unowned self] in lastActivity = monotonic() }
+        relay.onFinish = { [unowned self] in
+            if case .relayingTLS(let relay) = state, relay.upFinished, relay.downFinished { finish() }
+        }
+        relay.onError = { [unowned self] in finish() }
+        armIdleTimer()
+        relay.start()
     }
 
     /// Ends a relay or exchange that has moved no byte for the idle timeout.

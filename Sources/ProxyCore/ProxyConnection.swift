@@ -18,6 +18,8 @@ import POSIX
 /// hold what each phase does with the bytes it is handed.
 package final class ProxyConnection {
     /// The legal transitions:
+    /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
+    ///   port) | closed
     /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
     ///   | connecting (a tunnel, a forward, an upgrade)
     /// - authenticating -> answering (a 407, a verdict) | connecting
@@ -28,9 +30,11 @@ package final class ProxyConnection {
     /// - upgrading -> exchanging | answering (a failure)
     /// - exchanging -> readingHead (keep-alive) | connecting (one retry of a stale pooled origin)
     ///   | answering (a failure before any of the response) | closed
-    /// - relaying -> closed
+    /// - relaying, relayingTLS -> closed
     /// Any state -> closed.
     enum State {
+        /// The client's TLS handshake with the proxy (`clientTLS`), its steps on the handshake pool.
+        case handshaking
         /// Waiting for (the rest of) a request head in `inbound`.
         case readingHead
         /// The request's credentials are being checked on the blocking pool (a slow hash).
@@ -49,6 +53,9 @@ package final class ProxyConnection {
         case exchanging(Exchange)
         /// Bytes move both ways by splice: up (client to origin) and down.
         case relaying(up: Pump, down: Pump)
+        /// The same for a client that speaks TLS to the proxy: through user space, its records
+        /// opened and sealed on the way.
+        case relayingTLS(ClientTLSRelay)
         case closed
     }
 
@@ -70,6 +77,11 @@ package final class ProxyConnection {
     let queue: DispatchQueue
     let client: Channel
     let clientAddress: SocketAddress
+    /// TLS with the client (a TLS listener's connection, once accepted); nil for a plain client, whose
+    /// bytes go straight to and from the socket.
+    var clientTLS: ClientTLS?
+    /// Accepted on a TLS listener (the records' `client_tls`), whether or not the handshake succeeded.
+    let onTLSListener: Bool
     private(set) var state = State.readingHead
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
@@ -107,9 +119,11 @@ package final class ProxyConnection {
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, context: ProxyContext, loop proxyLoop: ProxyLoop) {
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, context: ProxyContext,
+         loop proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         self.localPort = localPort
+        onTLSListener = tls
         self.context = context
         self.loop = loop
         self.proxyLoop = proxyLoop
@@ -123,6 +137,12 @@ package final class ProxyConnection {
     }
 
     // MARK: transitions (the only assignments to `state`)
+
+    func enterHandshaking() {
+        state = .handshaking
+        bindHandlers()
+        client.wantRead(true)
+    }
 
     func enterReadingHead() {
         state = .readingHead
@@ -172,6 +192,11 @@ package final class ProxyConnection {
         bindHandlers()
     }
 
+    func enterRelayingTLS(_ relay: ClientTLSRelay) {
+        state = .relayingTLS(relay)
+        bindHandlers()
+    }
+
     private func enterClosed() {
         if case .relaying(let up, let down) = state {
             for pump in [up, down] {
@@ -180,12 +205,16 @@ package final class ProxyConnection {
                 pump.onProgress = {}
             }
         }
+        if case .relayingTLS(let relay) = state { relay.detach() }
         state = .closed
     }
 
     /// Every readiness handler, by state: the one place they are bound.
     private func bindHandlers() {
         switch state {
+        case .handshaking:
+            client.onReadable { [self] in handshakeRead() }
+            client.onWritable { [self] in handshakeFlush() }
         case .readingHead:
             client.onReadable { [self] in readHead() }
             client.onWritable {}
@@ -221,6 +250,11 @@ package final class ProxyConnection {
             upstream?.onWritable { up.run() }
             upstream?.onReadable { down.readable() }
             client.onWritable { down.run() }
+        case .relayingTLS(let relay):
+            client.onReadable { relay.clientReadable() }
+            upstream?.onWritable { relay.writeUp() }
+            upstream?.onReadable { relay.originReadable() }
+            client.onWritable { relay.writeDown() }
         case .closed:
             break
         }
@@ -231,15 +265,27 @@ package final class ProxyConnection {
     /// Starts reading the first request head. Runs on `queue`.
     func start() {
         enterReadingHead()
-        arm(after: context.configuration.headTimeout) { [self] in
-            enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
+        arm(after: context.configuration.headTimeout) { [self] in headTimedOut() }
+    }
+
+    /// The first request head (after the TLS handshake, for a TLS listener's client) took longer
+    /// than the head timeout.
+    func headTimedOut() {
+        if case .handshaking = state {
+            let timeout = Int(context.configuration.headTimeout)
+            return respond(.answer(status: 408, .clientTimeout,
+                                   message: "the TLS handshake with the proxy did not complete in \(timeout) s"), .cut)
         }
+        enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
     }
 
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
+        // A TLS listener's client waits for a ServerHello: a TLS alert is what it can read, and no
+        // handshake is spent on it.
         enforce(.block(.ats(.clientNotAllowed),
-                       message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"))
+                       message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"),
+                onTLSListener ? .alert(.accessDenied, recordVersion: 0x0303) : .close)
     }
 
     // MARK: request head
@@ -297,6 +343,10 @@ package final class ProxyConnection {
 
     /// Reads what the client has sent into `inbound`.
     func readClient() -> ReadOutcome {
+        if let clientTLS {
+            return clientTLS.read(from: client, scratch: loop.scratch, into: &inbound,
+                                  limit: RequestHeadParser.maximumHeadLength + 4)
+        }
         while true {
             switch try? SystemCall.read(client.fd, into: loop.scratch) {
             case .done(let n)?:
@@ -494,8 +544,8 @@ package final class ProxyConnection {
         case .upgrade(let head, let destination, let decision):
             upgrade(head, destination: destination, decision: decision)
         case .alert(let alert, let version):
-            let bytes = TLSAlert.fatal(alert, recordVersion: version)
-            _ = bytes.withUnsafeBytes { try? SystemCall.write(client.fd, $0) }
+            var bytes = TLSAlert.fatal(alert, recordVersion: version)
+            _ = writeClient(&bytes)
             finish()
         case .cut:
             finish()
@@ -519,7 +569,7 @@ package final class ProxyConnection {
 
     func flushAnswer() {
         guard case .answering(let next) = state else { return }
-        switch client.write(&outbound) {
+        switch writeClient(&outbound) {
         case .done: break
         case .wouldBlock: return client.wantWrite(true)
         case .failed: return close()
@@ -542,6 +592,7 @@ package final class ProxyConnection {
 
     func log() {
         record.durationMilliseconds = (monotonic() - started) * 1000
+        record.clientTLS = onTLSListener
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
@@ -565,6 +616,9 @@ package final class ProxyConnection {
             // Plus what a watched handshake wrote itself before the relay took over.
             record.bytesUp += up.bytes
             record.bytesDown += down.bytes
+        case .relayingTLS(let relay):
+            record.bytesUp += relay.bytesUp
+            record.bytesDown += relay.bytesDown
         default:
             break
         }
@@ -581,6 +635,7 @@ package final class ProxyConnection {
         guard !isClosed else { return }
         enterClosed()
         disarm()
+        clientTLS?.closeNotify(client)
         client.close()
         upstreamTLS = nil
         upstream?.close()
@@ -592,7 +647,10 @@ package final class ProxyConnection {
     /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
-        if case .readingHead = state, inbound.isEmpty { close() }
+        switch state {
+        case .readingHead where inbound.isEmpty, .handshaking: close()
+        default: break
+        }
     }
 
     /// The stop's grace period is over: ends the connection with a record saying so.
@@ -600,9 +658,9 @@ package final class ProxyConnection {
         switch state {
         case .closed:
             return
-        case .readingHead where inbound.isEmpty:
+        case .readingHead where inbound.isEmpty, .handshaking:
             return close()
-        case .relaying:
+        case .relaying, .relayingTLS:
             record.message = (record.message.map { $0 + "; " } ?? "") + "cut: the daemon stopped"
             finish()
         default:
@@ -626,12 +684,23 @@ package final class ProxyConnection {
 
     // MARK: helpers
 
+    /// Writes to the client: sealed first for a TLS client, straight to the socket otherwise.
+    func writeClient(_ bytes: inout [UInt8]) -> Channel.WriteOutcome {
+        guard let clientTLS else { return client.write(&bytes) }
+        return clientTLS.write(&bytes, to: client)
+    }
+
+    /// Sealed bytes the client's socket has not taken yet (a TLS client only).
+    var clientHasUnsent: Bool { clientTLS?.hasUnsent == true }
+
     /// The policy of the current request.
     var engine: DecisionEngine { context.router.apps[app].engine }
 
     func isSelf(_ destination: Destination) -> Bool {
         guard case .address(let ip) = destination.host else { return false }
-        return context.configuration.listen.contains { $0.port == destination.port && ($0.ip == ip) }
+        let configuration = context.configuration
+        return configuration.listen.contains { $0.port == destination.port && ($0.ip == ip) }
+            || configuration.listenTLS.contains { $0.port == destination.port && ($0.ip == ip) }
     }
 
     func hostForURL(_ destination: Destination) -> String {

@@ -50,10 +50,11 @@ package final class ProxyContext: Sendable {
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)
     }
 
-    /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy
-    /// and admin), and for a listener on 0.0.0.0 or :: every address of the host's interfaces.
+    /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy,
+    /// TLS and admin), and for a listener on 0.0.0.0 or :: every address of the host's interfaces.
     static func ownAddresses(_ configuration: ProxyConfiguration) -> [(address: IPAddress, listener: String)] {
         let listeners = configuration.listen.map { ($0, "the proxy listens on \($0)") }
+            + configuration.listenTLS.map { ($0, "the proxy's TLS listener is on \($0)") }
             + (configuration.admin.map { [($0, "the admin listener is on \($0)")] } ?? [])
         var own: [(address: IPAddress, listener: String)] = []
         var interfaces: [IPAddress]?

@@ -16,6 +16,9 @@ public final class ProxyServer: @unchecked Sendable {
     private let loops: [ProxyLoop]
     private let listenFDs: [Int32]
     private let addresses: [SocketAddress]
+    /// By index of `listenFDs`: whether clients speak TLS there (`--listen-tls`, or systemd's socket
+    /// named proxy-tls).
+    private let secure: [Bool]
     /// Set while any loop has paused accepting at the connection cap.
     private let anyPaused = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
@@ -23,39 +26,42 @@ public final class ProxyServer: @unchecked Sendable {
     private let reloadsFailed = Atomic<Int>(0)
     private let lastReload = Mutex<Double>(0)
 
-    /// Binds every listen address (or takes `inherited`, the sockets a supervisor bound: systemd's
-    /// socket activation); throws a one-line error (e.g. port in use) before anything runs. Every
-    /// record logged is also handed to `observer` (the live page's feed).
+    /// Binds every listen address, plain and TLS (or takes `inherited` and `inheritedTLS`, the sockets
+    /// a supervisor bound: systemd's socket activation, which then replaces both lists); throws a
+    /// one-line error (e.g. port in use) before anything runs. Every record logged is also handed to
+    /// `observer` (the live page's feed).
     package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
-                observer: DecisionObserver? = nil) throws(SystemError) {
+                inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil) throws(SystemError) {
         var configuration = configuration
         let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         loops = (0..<count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
-        var bound: [(Int32, SocketAddress)] = []
+        var bound: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
         do throws(SystemError) {
-            if inherited.isEmpty {
-                for address in configuration.listen {
+            if inherited.isEmpty && inheritedTLS.isEmpty {
+                for (address, tls) in configuration.listen.map({ ($0, false) }) + configuration.listenTLS.map({ ($0, true) }) {
                     let fd = try Socket.listen(on: address)
-                    bound.append((fd, Socket.localAddress(fd) ?? address))
+                    bound.append((fd, Socket.localAddress(fd) ?? address, tls))
                 }
             } else {
-                for fd in inherited {
+                for (fd, tls) in inherited.map({ ($0, false) }) + inheritedTLS.map({ ($0, true) }) {
                     try Socket.setNonBlocking(fd)
                     Socket.setNoDelay(fd) // inherited by the accepted sockets
                     guard let address = Socket.localAddress(fd) else {
                         throw SystemError(call: "getsockname of inherited descriptor \(fd)", code: EBADF)
                     }
-                    bound.append((fd, address))
+                    bound.append((fd, address, tls))
                 }
             }
         } catch {
-            for (fd, _) in bound { SystemCall.close(fd) }
+            for listener in bound { SystemCall.close(listener.fd) }
             throw error
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
-        configuration.listen = bound.map(\.1)
-        listenFDs = bound.map(\.0)
-        addresses = bound.map(\.1)
+        configuration.listen = bound.filter { !$0.tls }.map(\.address)
+        configuration.listenTLS = bound.filter(\.tls).map(\.address)
+        listenFDs = bound.map(\.fd)
+        addresses = bound.map(\.address)
+        secure = bound.map(\.tls)
         let owner = WeakBox<ProxyServer>()
         shared = ServerShared(sink: sink, observer: observer) { owner.value?.connectionClosed() }
         current = Mutex(ProxyContext(configuration: configuration, shared: shared, generation: 1))
@@ -63,8 +69,11 @@ public final class ProxyServer: @unchecked Sendable {
         owner.value = self
     }
 
-    /// The addresses actually bound (with real ports when 0 was asked for).
-    public var boundAddresses: [SocketAddress] { addresses }
+    /// The plain listeners' addresses actually bound (with real ports when 0 was asked for).
+    public var boundAddresses: [SocketAddress] { zip(addresses, secure).filter { !$0.1 }.map(\.0) }
+
+    /// The TLS listeners' addresses actually bound.
+    public var boundTLSAddresses: [SocketAddress] { zip(addresses, secure).filter(\.1).map(\.0) }
 
     /// The loop the operator's side (the admin listener) runs on.
     package var firstLoop: EventLoop { loops[0].loop }
@@ -77,9 +86,9 @@ public final class ProxyServer: @unchecked Sendable {
             let loop = proxyLoop.loop
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.execute { [self] in
-                for fd in listenFDs {
+                for (fd, tls) in zip(listenFDs, secure) {
                     let channel = Channel(fd: fd, poller: loop.poller)
-                    channel.onReadable { [unowned self] in accept(on: fd, proxyLoop) }
+                    channel.onReadable { [unowned self] in accept(on: fd, tls: tls, proxyLoop) }
                     channel.wantRead(true)
                     proxyLoop.listeners.append(channel)
                 }
@@ -127,6 +136,14 @@ public final class ProxyServer: @unchecked Sendable {
         if Set(configuration.listen) != Set(old.listen), !configuration.listen.allSatisfy({ $0.port == 0 }) {
             warnings.append("listen addresses do not change on reload; restart to apply")
         }
+        if Set(configuration.listenTLS) != Set(old.listenTLS), !configuration.listenTLS.allSatisfy({ $0.port == 0 }) {
+            warnings.append("TLS listen addresses do not change on reload; restart to apply")
+        }
+        if !old.listenTLS.isEmpty, configuration.listenerTLS == nil {
+            // The TLS listeners stay open: they keep the pair they have.
+            warnings.append("the TLS listeners keep their certificate: the new configuration names none")
+            configuration.listenerTLS = old.listenerTLS
+        }
         if configuration.admin != old.admin, configuration.admin?.port != 0 {
             warnings.append("the admin address does not change on reload; restart to apply")
         }
@@ -135,6 +152,7 @@ public final class ProxyServer: @unchecked Sendable {
             warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
         }
         configuration.listen = old.listen
+        configuration.listenTLS = old.listenTLS
         configuration.admin = old.admin
         configuration.logFile = old.logFile
         configuration.logOverflow = old.logOverflow
@@ -291,7 +309,7 @@ public final class ProxyServer: @unchecked Sendable {
 
     // MARK: accepting
 
-    private func accept(on listenFD: Int32, _ proxyLoop: ProxyLoop) {
+    private func accept(on listenFD: Int32, tls: Bool, _ proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         let context = current.withLock { $0 }
         let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
@@ -328,10 +346,10 @@ public final class ProxyServer: @unchecked Sendable {
             }
             shared.open.add(1, ordering: .relaxed)
             proxyLoop.metrics.connectionsAccepted += 1
-            let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort,
+            let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: tls,
                                              context: context, loop: proxyLoop)
             if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
-                connection.start()
+                if tls { connection.startTLS() } else { connection.start() }
             } else {
                 connection.refuseClient()
             }

@@ -14,8 +14,12 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case notAProxyRequest
     case methodNotAllowed
     case loopDetected
-    /// A tunnel's client sent nothing, or did not finish its TLS handshake, in time.
+    /// A tunnel's client sent nothing, or did not finish its TLS handshake (inside the tunnel, or with
+    /// the proxy's TLS listener), in time.
     case clientTimeout
+    /// The client's TLS with the proxy (--listen-tls) failed: not TLS, no common version or cipher, or
+    /// the client refused the proxy's certificate (the message says which).
+    case clientTLS
     case shutdown
     // The origin failed.
     case upstreamDNS
@@ -38,7 +42,8 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
-        .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
+        .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .clientTLS,
+        .shutdown,
         .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
     ]
@@ -62,6 +67,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .methodNotAllowed: "method-not-allowed"
         case .loopDetected: "loop-detected"
         case .clientTimeout: "client-timeout"
+        case .clientTLS: "client-tls"
         case .shutdown: "shutdown"
         case .upstreamDNS: "upstream-dns"
         case .upstreamRefused: "upstream-refused"

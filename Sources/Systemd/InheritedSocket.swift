@@ -3,6 +3,8 @@ public struct InheritedSocket: Sendable, Equatable {
     /// What the daemon serves on an inherited socket, from its FileDescriptorName=.
     public enum Role: String, Sendable, Equatable {
         case proxy
+        /// The proxy's TLS listener: clients speak TLS first (`--listen-tls`).
+        case proxyTLS = "proxy-tls"
         case admin
 
         /// The role a socket unit's FileDescriptorName= selects. No name means the proxy, so a lone
@@ -10,9 +12,10 @@ public struct InheritedSocket: Sendable, Equatable {
         public init(fileDescriptorName name: String?) throws {
             switch name {
             case nil, "proxy": self = .proxy
+            case "proxy-tls": self = .proxyTLS
             case "admin": self = .admin
             case let other?:
-                throw SystemdError("FileDescriptorName '\(other)' has no role: name the socket 'proxy' or 'admin'")
+                throw SystemdError("FileDescriptorName '\(other)' has no role: name the socket 'proxy', 'proxy-tls' or 'admin'")
             }
         }
     }

@@ -172,28 +172,8 @@ public final class TLSConnection {
     }
 
     private func outcome(of result: Int32, during step: String) -> TLSIOResult {
-        let savedErrno = errno
-        let code = SSL_get_error(ssl, result)
-        switch code {
-        case SSL_ERROR_WANT_READ:
-            return .wantRead
-        case SSL_ERROR_WANT_WRITE:
-            return .wantWrite
-        case SSL_ERROR_ZERO_RETURN:
-            return .closed
-        case SSL_ERROR_SYSCALL:
-            let queue = OpenSSLErrorQueue.drain()
-            failureReasons = queue.reasons
-            if savedErrno == 0 {
-                if step == "read" { return .closed }
-                return .failed("connection closed by the server during the TLS \(step)")
-            }
-            let system = String(cString: strerror(savedErrno))
-            return .failed("TLS \(step): \(system)" + (queue.codes.isEmpty ? "" : " (\(queue.text))"))
-        default:
-            let queue = OpenSSLErrorQueue.drain()
-            failureReasons = queue.reasons
-            return .failed("TLS \(step) failed: \(queue.codes.isEmpty ? "SSL error \(code)" : queue.text)")
-        }
+        let (outcome, reasons) = TLSIOResult.of(ssl, result: result, during: step, peer: "server")
+        if let reasons { failureReasons = reasons }
+        return outcome
     }
 }

@@ -52,40 +52,21 @@ public final class TrustStore: @unchecked Sendable {
 
     /// Adds each certificate of a PEM file and returns their DER.
     private static func addCertificates(from file: String, to store: OpaquePointer) throws(TrustStoreError) -> [[UInt8]] {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory) else {
-            throw TrustStoreError(file: file, problem: "no such file")
-        }
-        guard !isDirectory.boolValue else { throw TrustStoreError(file: file, problem: "is a directory, not a PEM file") }
         let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            let code = (error as NSError).domain == NSPOSIXErrorDomain ? Int32((error as NSError).code) : 0
-            throw TrustStoreError(file: file, problem: "cannot read it: "
-                                  + (code != 0 ? String(cString: strerror(code)) : error.localizedDescription))
+        switch PEMFile.contents(of: file) {
+        case .success(let contents): data = contents
+        case .failure(let problem): throw TrustStoreError(file: file, problem: problem.text)
         }
-        let result: Result<[[UInt8]], TrustStoreError> = data.withUnsafeBytes { bytes in
-            guard let bio = MemoryBIO(reading: bytes) else {
-                return .failure(TrustStoreError(file: file, problem: "out of memory"))
-            }
-            var added: [[UInt8]] = []
-            while let certificate = PEM_read_bio_X509(bio.pointer, nil, nil, nil) {
-                let owned = X509Certificate(taking: certificate)
-                // A certificate listed twice (in the system store and the file) is fine.
-                X509_STORE_add_cert(store, owned.pointer)
-                OpenSSLErrorQueue.clear()
-                added.append(owned.der)
-            }
-            // The loop ends on "no start line" at the end of the file: that is not an error.
-            OpenSSLErrorQueue.clear()
-            return .success(added)
-        }
-        let added = try result.get()
-        guard !added.isEmpty else {
+        let certificates = PEMFile.certificates(in: data)
+        guard !certificates.isEmpty else {
             throw TrustStoreError(file: file, problem: "holds no PEM certificate (expected -----BEGIN CERTIFICATE-----)")
         }
-        return added
+        for certificate in certificates {
+            // A certificate listed twice (in the system store and the file) is fine.
+            X509_STORE_add_cert(store, certificate.pointer)
+            OpenSSLErrorQueue.clear()
+        }
+        return certificates.map(\.der)
     }
 }
 

@@ -8,9 +8,9 @@ import Foundation
 /// may appear on several lines; `#` starts a comment. Flags on the command line override the file,
 /// and a repeatable flag given there replaces all of the file's values for it.
 enum ConfigFile {
-    static let repeatable: Set<String> = ["listen", "resolve", "connect-port", "allow-client", "local-network",
-                                          "ca-file", "upgrade-port", "policy", "route", "allow-dest",
-                                          "deny-dest"]
+    static let repeatable: Set<String> = ["listen", "listen-tls", "resolve", "connect-port", "allow-client",
+                                          "local-network", "ca-file", "upgrade-port", "policy", "route",
+                                          "allow-dest", "deny-dest"]
     static let booleans: Set<String> = ["no-builtin-exceptions"]
 
     /// `run` arguments with the file named by `--config` folded in before the command line's own.

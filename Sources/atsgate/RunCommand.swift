@@ -81,6 +81,21 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address to listen on (repeatable).", valueName: "host:port"))
     var listen: [String] = []
 
+    @Option(name: .customLong("listen-tls"), help: ArgumentHelp("""
+        Address where clients speak TLS to the proxy (repeatable; curl --proxy https://, Chrome \
+        --proxy-server=https://), with --listen-cert and --listen-key. Without --listen, only these listen.
+        """, valueName: "host:port"))
+    var listenTLS: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        PEM certificate (then its intermediates) the TLS listeners present. Re-read on SIGHUP.
+        """, valueName: "file"))
+    var listenCert: String?
+
+    @Option(name: .long, help: ArgumentHelp("PEM private key of --listen-cert (unencrypted). Re-read on SIGHUP.",
+                                            valueName: "file"))
+    var listenKey: String?
+
     @Option(name: .long, help: "enforce (block) or report (log what would be blocked, let it through).")
     var mode: ProxyMode = .enforce
 
@@ -280,6 +295,7 @@ struct RunCommand: ParsableCommand {
                 return address
             }
         }
+        try configureTLSListeners(&configuration)
         if let admin {
             let text = admin.allSatisfy(\.isNumber) ? "127.0.0.1:\(admin)" : admin
             guard let address = SocketAddress(parsing: text) else {
@@ -334,6 +350,36 @@ struct RunCommand: ParsableCommand {
         }
     }
 
+    /// `--listen-tls`, `--listen-cert` and `--listen-key`: the pair is loaded (and checked) here, at
+    /// start and on every reload, so a wrong or missing file names itself before anything listens, and
+    /// a reload with one keeps the running pair.
+    private func configureTLSListeners(_ configuration: inout ProxyConfiguration) throws {
+        configuration.listenTLS = try listenTLS.map { text in
+            guard let address = SocketAddress(parsing: text) else {
+                throw CommandFailure(message: "--listen-tls \(text): expected IP:PORT, e.g. 0.0.0.0:3129 or [::]:3129")
+            }
+            return address
+        }
+        // TLS listeners alone: the default plain listener is only for a daemon told nothing.
+        if !listenTLS.isEmpty, listen.isEmpty { configuration.listen = [] }
+        switch (listenCert, listenKey) {
+        case (nil, nil):
+            guard listenTLS.isEmpty else {
+                throw CommandFailure(message: "--listen-tls needs --listen-cert FILE and --listen-key FILE (PEM)")
+            }
+        case (let certificate?, let key?):
+            do {
+                configuration.listenerTLS = try TLSServerContext(certificateFile: certificate, keyFile: key)
+            } catch {
+                throw CommandFailure(message: "\(error.part == .certificate ? "--listen-cert" : "--listen-key") \(error)")
+            }
+        case (nil, _?):
+            throw CommandFailure(message: "--listen-key needs --listen-cert FILE (the certificate it belongs to)")
+        case (_?, nil):
+            throw CommandFailure(message: "--listen-cert needs --listen-key FILE (its private key)")
+        }
+    }
+
     /// `FROM=TO` port pairs.
     static func portMap(_ entries: [String]) throws -> [Int: Int] {
         var map: [Int: Int] = [:]
@@ -355,10 +401,15 @@ struct RunCommand: ParsableCommand {
         let inherited = try ServiceManager.inheritedListeners()
         // The admin socket systemd bound is one of the proxy's own addresses (the destination ACL).
         if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.admin = address }
+        if !inherited.proxyTLS.isEmpty, configuration.listenerTLS == nil {
+            throw CommandFailure(message: "socket activation passed a socket named proxy-tls: "
+                                 + "--listen-cert FILE and --listen-key FILE are needed for it")
+        }
         let feed = LiveFeed()
         let sink = try DecisionLogOutput.sink(for: configuration)
         do {
-            server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy, observer: feed)
+            server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
+                                     inheritedTLS: inherited.proxyTLS, observer: feed)
             if let fd = inherited.admin.first {
                 admin = try AdminServer(inherited: fd, server: server, feed: feed)
             } else if let address = configuration.admin {
@@ -372,7 +423,11 @@ struct RunCommand: ParsableCommand {
         ProxyServer.version = AtsgateVersion.string
         server.start()
         admin?.start()
-        var where_ = server.boundAddresses.map(\.description).joined(separator: ", ")
+        var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
+            .joined(separator: ", ")
+        if let identity = configuration.listenerTLS, !server.boundTLSAddresses.isEmpty {
+            where_ += " with the certificate of \(ServiceLifecycle.describe(identity))"
+        }
         if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }
         let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
         let line = "listening on \(where_) (policy \(configuration.policyLabel)\(more), "

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import ProxyCore
+import TLSClient
 
 /// What the daemon does on each signal, in one place:
 ///
@@ -100,6 +101,9 @@ final class ServiceLifecycle: @unchecked Sendable {
                     ServiceManager.say("reloaded: new connections use configuration \(server.generation) "
                         + "(policy \(configuration.policyLabel))")
                     for warning in warnings { ServiceManager.say("reload: \(warning)") }
+                    if let identity = configuration.listenerTLS {
+                        ServiceManager.say("reload: new TLS connections get the certificate of \(ServiceLifecycle.describe(identity))")
+                    }
                     ServiceManager.ready(status: status())
                 case .failure(let error):
                     server.reloadFailed()
@@ -122,6 +126,20 @@ final class ServiceLifecycle: @unchecked Sendable {
             throw CommandFailure(message: RunCommand.message(for: error))
         }
         return try command.makeConfiguration()
+    }
+
+    /// The TLS listeners' certificate for a log line: its subject and end of validity.
+    static func describe(_ identity: TLSServerContext) -> String {
+        var text = identity.subject.isEmpty ? identity.certificateFile : identity.subject
+        if let notAfter = identity.notAfter {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "yyyy-MM-dd"
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            text += notAfter < Date() ? " (EXPIRED on \(formatter.string(from: notAfter)))"
+                                      : " (valid until \(formatter.string(from: notAfter)))"
+        }
+        return text
     }
 
     private static func clockTime() -> String {

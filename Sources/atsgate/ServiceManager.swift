@@ -28,6 +28,8 @@ enum ServiceManager {
     /// Descriptors a supervisor bound for us (systemd socket activation), by role.
     struct InheritedListeners {
         var proxy: [Int32] = []
+        /// FileDescriptorName=proxy-tls: the TLS listeners (--listen-cert and --listen-key apply).
+        var proxyTLS: [Int32] = []
         var admin: [Int32] = []
     }
 
@@ -43,6 +45,7 @@ enum ServiceManager {
         for socket in sockets {
             switch socket.role {
             case .proxy: listeners.proxy.append(socket.fd)
+            case .proxyTLS: listeners.proxyTLS.append(socket.fd)
             case .admin: listeners.admin.append(socket.fd)
             }
         }

@@ -43,6 +43,11 @@ final class BackgroundProcess: @unchecked Sendable {
         try process.run()
     }
 
+    /// Writes to the process's standard input (kept open until `stop`).
+    func send(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
     var stdout: String { lock.withLock { stdoutText } }
     var stderr: String { lock.withLock { stderrText } }
 

@@ -14,6 +14,15 @@ import Testing
         #expect(report == ["3 proxy proxy cloexec", "4 admin admin cloexec", "LISTEN_* unset"])
     }
 
+    @Test func proxyTLSAndAdminFromThreeSocketUnits() throws {
+        let proxy = try loopbackSocket(listening: true), secure = try loopbackSocket(listening: true)
+        let admin = try loopbackSocket(listening: true)
+        defer { close(proxy); close(secure); close(admin) }
+        let report = try runActivatedChild(sockets: [proxy, secure, admin], names: "proxy:proxy-tls:admin")
+        #expect(report == ["3 proxy proxy cloexec", "4 proxy-tls proxy-tls cloexec", "5 admin admin cloexec",
+                           "LISTEN_* unset"])
+    }
+
     @Test func withoutNamesTheSocketIsTheProxy() throws {
         let listener = try loopbackSocket(listening: true)
         defer { close(listener) }
@@ -24,7 +33,7 @@ import Testing
         let listener = try loopbackSocket(listening: true)
         defer { close(listener) }
         #expect(try runActivatedChild(sockets: [listener], names: "metrics") == [
-            "error: inherited fd 3 (metrics): FileDescriptorName 'metrics' has no role: name the socket 'proxy' or 'admin'",
+            "error: inherited fd 3 (metrics): FileDescriptorName 'metrics' has no role: name the socket 'proxy', 'proxy-tls' or 'admin'",
         ])
     }
 
@@ -40,6 +49,7 @@ import Testing
         #expect(try InheritedSocket.Role(fileDescriptorName: nil) == .proxy)
         #expect(try InheritedSocket.Role(fileDescriptorName: "proxy") == .proxy)
         #expect(try InheritedSocket.Role(fileDescriptorName: "admin") == .admin)
+        #expect(try InheritedSocket.Role(fileDescriptorName: "proxy-tls") == .proxyTLS)
         #expect(throws: SystemdError.self) { try InheritedSocket.Role(fileDescriptorName: "atsgate.socket") }
     }
 }
