@@ -131,6 +131,9 @@ public final class ProxyServer: @unchecked Sendable {
     /// The generation new connections get: 1 at start, one more per successful reload.
     public var generation: Int { current.withLock { $0.generation } }
 
+    /// Whether new connections' blocks are enforced or only recorded (the live page's "would block").
+    package var mode: ProxyMode { current.withLock { $0.configuration.mode } }
+
     // MARK: stop
 
     /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
