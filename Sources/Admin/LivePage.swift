@@ -103,6 +103,7 @@ enum LivePage {
     .totals div.would-block, .totals div.would-upgrade { border-width:2px; padding:4px 6px; }
     .totals div.would-block { color:var(--block); } .totals div.would-upgrade { color:var(--upgrade); }
     .totals b { display:block; font-size:20px; }
+    .totals span { font-size:12px; white-space:nowrap; }
     </style>
     </head>
     <body>
@@ -135,7 +136,7 @@ enum LivePage {
         <div class="meta">Of the handshakes whose client offered a post-quantum group, the share whose server chose one. A classical answer can be recorded now and decrypted once quantum computers exist; TLS 1.2 is always classical.</div>
       </section>
       <section class="wide">
-        <h2>Decisions <span class="meta">grouped by app, destination and reason, the most recent first</span> <span id="shown" class="meta"></span></h2>
+        <h2>Decisions <span class="meta">grouped by app, destination and reason, the most recent first; highlighted: joined in the last 5 s</span> <span id="shown" class="meta"></span></h2>
         <table id="decisions"><thead><tr><th>last</th><th class="num">times</th><th>app</th><th>destination</th><th>action</th><th>reason</th><th>user</th><th>first</th></tr></thead><tbody></tbody></table>
       </section>
     </main>
@@ -150,6 +151,8 @@ enum LivePage {
     // recently seen go first), rows in the decisions table, entries in each list of blocks, and how
     // often what arrived is put on the page (events are only counted and queued as they come).
     const GROUPS_KEPT = 2000, ROWS = 200, LISTED = 20, FLUSH_MS = 250;
+    // A row that a live decision joined stays highlighted this long, so the eye finds what is active.
+    const FRESH_MS = 5000;
     const params = new URLSearchParams(location.search);
 
     // The filters: each <select data-field> picks a value of that record field (and of the counts').
@@ -208,14 +211,14 @@ enum LivePage {
     // Repeated decisions are one group: app, destination, what was done and why. The Map is in the
     // order groups were last seen (a group seen again moves to its end).
     const groups = new Map();
-    function addRecord(r, fresh) {
+    function addRecord(r, now) {
       const app = r.app || "", dest = destination(r), kind = kindOf(r.action, r.enforced), reason = r.reason || "";
       const key = app + "\u0000" + dest + "\u0000" + kind + "\u0000" + reason;
       let g = groups.get(key);
       if (g) groups.delete(key);
       else g = {app, dest, kind, reason, count: 0, first: r.time, users: new Set(), row: null, rowCount: 0, item: null, itemCount: 0};
       g.count += 1; g.last = r.time; g.record = r;
-      if (fresh) g.fresh = true;
+      if (now) g.touched = now;
       if (r.proxy_user && g.users.size < 100) g.users.add(r.proxy_user);
       groups.set(key, g);
       if (groups.size > GROUPS_KEPT) groups.delete(groups.keys().next().value);
@@ -244,20 +247,21 @@ enum LivePage {
         g.row.dataset.kind = g.kind;
         for (const cls of ["time", "num count", "mono", "mono", "", "mono", "", "time"]) g.row.appendChild(el("td", null, cls));
         const [, , app, dest, action, reason] = g.row.children;
-        app.textContent = g.app || "-"; dest.textContent = g.dest; action.appendChild(tag(g.kind)); reason.textContent = g.reason;
+        app.textContent = g.app || "(none)"; dest.textContent = g.dest; action.appendChild(tag(g.kind)); reason.textContent = g.reason;
       }
       if (g.rowCount !== g.count) {
         g.rowCount = g.count;
         // Arrived while the page was open: marked so the eye finds the new ones.
-        g.row.className = g.fresh ? "group fresh" : "group";
         g.row.dataset.count = g.count;
         const [last, times, , , , reason, user, first] = g.row.children;
         last.textContent = clock(g.last); last.title = timeOf(g.last);
-        times.textContent = "\u00d7" + g.count;
+        times.textContent = "\u00d7" + number(g.count);
         reason.title = g.record.message || "";
         user.textContent = users(g);
         first.textContent = g.count > 1 ? clock(g.first) : ""; first.title = timeOf(g.first);
       }
+      const className = g.touched && renderedAt - g.touched < FRESH_MS ? "group fresh" : "group";
+      if (g.row.className !== className) g.row.className = className;
       return g.row;
     }
     function itemOf(g) {
@@ -272,7 +276,7 @@ enum LivePage {
         const [, message, meta] = g.item.children;
         message.textContent = g.record.message || "";
         meta.replaceChildren();
-        if (g.count > 1) meta.appendChild(el("span", "\u00d7" + g.count + " ", "times"));
+        if (g.count > 1) meta.appendChild(el("span", "\u00d7" + number(g.count) + " ", "times"));
         meta.appendChild(document.createTextNode(timeOf(g.last) + (g.count > 1 ? " (since " + clock(g.first) + ")" : "")
           + " \u00b7 " + (g.app || "no app") + (g.users.size ? " \u00b7 " + users(g) : "")));
       }
@@ -284,7 +288,9 @@ enum LivePage {
       wouldBlocks: el("li", "nothing would have been blocked", "empty"),
     };
 
+    let renderedAt = 0;
     function render() {
+      renderedAt = performance.now();
       const totals = {}, perApp = new Map(), perReason = new Map();
       for (const c of counts.values()) {
         if (!matches(c)) continue;
@@ -314,7 +320,7 @@ enum LivePage {
       }
 
       document.getElementById("totals").replaceChildren(...kinds.map(k => {
-        const d = el("div", null, k); d.appendChild(el("b", number(totals[k] || 0))); d.appendChild(document.createTextNode(LABELS[k])); return d;
+        const d = el("div", null, k); d.appendChild(el("b", number(totals[k] || 0))); d.appendChild(el("span", LABELS[k])); return d;
       }));
 
       const head = document.querySelector("#byApp thead");
@@ -325,7 +331,7 @@ enum LivePage {
       const appRows = Array.from(perApp.entries()).sort((a, b) => a[0].localeCompare(b[0]));
       appBody.replaceChildren(...appRows.map(([app, row]) => {
         const tr = el("tr"); tr.appendChild(el("td", app || "(none)", "mono"));
-        for (const k of kinds) tr.appendChild(el("td", row[k] || 0, "num"));
+        for (const k of kinds) tr.appendChild(el("td", number(row[k] || 0), "num"));
         return tr;
       }));
       if (!appRows.length) appBody.appendChild(emptyRow(kinds.length + 1, "no decisions yet"));
@@ -335,7 +341,7 @@ enum LivePage {
       reasonBody.replaceChildren(...reasonRows.map(([key, n]) => {
         const [kind, reason] = key.split("\u0000");
         const tr = el("tr"); const td = el("td"); td.appendChild(tag(kind));
-        tr.appendChild(td); tr.appendChild(el("td", reason, "mono")); tr.appendChild(el("td", n, "num"));
+        tr.appendChild(td); tr.appendChild(el("td", reason, "mono")); tr.appendChild(el("td", number(n), "num"));
         return tr;
       }));
       if (!reasonRows.length) reasonBody.appendChild(emptyRow(3, "no reasons yet"));
@@ -356,7 +362,7 @@ enum LivePage {
       pqBody.replaceChildren(...pqSorted.map(([app, row]) => {
         const tr = el("tr", null, "pq-app"); tr.dataset.app = app;
         tr.appendChild(el("td", app || "(none)", "mono"));
-        for (const n of [row.tls, row.offered, row.pq, row.classical]) tr.appendChild(el("td", n, "num"));
+        for (const n of [row.tls, row.offered, row.pq, row.classical]) tr.appendChild(el("td", number(n), "num"));
         const share = row.offered ? Math.round(100 * row.pq / row.offered) + "%" : "-";
         tr.appendChild(el("td", share, "num share"));
         return tr;
@@ -393,7 +399,7 @@ enum LivePage {
     function flush() {
       timer = 0;
       lastFlush = performance.now();
-      for (const r of queue) addRecord(r, true);
+      for (const r of queue) addRecord(r, lastFlush);
       queue = [];
       render();
       document.body.dataset.through = through;
@@ -410,7 +416,7 @@ enum LivePage {
     });
 
     setTotals(snapshot);
-    for (const r of snapshot.recent) addRecord(r, false);
+    for (const r of snapshot.recent) addRecord(r, 0);
     render();
 
     const status = document.getElementById("status");
@@ -425,7 +431,8 @@ enum LivePage {
       status.textContent = connected ? "live \u00b7 " + number(perSecond) + " decisions/s" : "reconnecting";
       status.className = connected ? "status live" : "status";
     }
-    setInterval(showStatus, 1000);
+    // Once a second: the rate, and the highlights of rows no decision joined lately fade.
+    setInterval(() => { showStatus(); if (performance.now() - lastFlush > 1000) render(); }, 1000);
     // ?stream=SECONDS (the admin's choice) ends each event stream after that long; the browser
     // reconnects and resumes after the last record it has.
     const stream = params.get("stream");

@@ -23,8 +23,10 @@ import TestSupport
     static func dumpDOM(_ url: String, stream: Int = 5, while work: () throws -> Void) throws -> String {
         let browser = try #require(chromium, "chromium is not installed (scripts/install-deps installs it)")
         let separator = url.contains("?") ? "&" : "?"
+        // A profile of its own: suites run side by side, and a profile in use stops a second browser.
+        let profile = try TemporaryDirectory()
         let process = try BackgroundProcess(browser, ["--headless", "--no-sandbox", "--disable-gpu",
-                                                      "--user-data-dir=\(NSTemporaryDirectory())atsgate-chromium-\(getpid())",
+                                                      "--user-data-dir=\(profile.url.path)",
                                                       "--virtual-time-budget=1500", "--dump-dom", url + separator + "stream=\(stream)"])
         try work()
         try process.wait(timeout: 60) { out, _ in out.contains("</html>") }
