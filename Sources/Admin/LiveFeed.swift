@@ -62,7 +62,9 @@ public final class LiveFeed: DecisionObserver, @unchecked Sendable {
         /// The kept records numbered after it, oldest first (none when it is up to date).
         case records([Entry])
         /// Some records after it are no longer kept: the totals through the newest one instead, so
-        /// the reader's counts stay right, and how many records it will never see.
+        /// the reader's counts stay right, and how many records it will never see. Also when it
+        /// names a record this feed has not numbered yet (it followed a daemon that was restarted):
+        /// then nothing is skipped, but its totals are another daemon's.
         case gap(Snapshot, skipped: Int)
     }
 
@@ -70,8 +72,8 @@ public final class LiveFeed: DecisionObserver, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let oldest = last - ring.count + 1
-        if sequence + 1 < oldest {
-            return .gap(Snapshot(totals: totals, through: last, entries: []), skipped: last - sequence)
+        if sequence + 1 < oldest || sequence > last {
+            return .gap(Snapshot(totals: totals, through: last, entries: []), skipped: max(0, last - sequence))
         }
         return .records(kept(after: sequence))
     }

@@ -450,10 +450,10 @@ enum LivePage {
       queue.push(r);
       schedule();
     };
-    // After a gap (records the stream no longer had for this page): the totals through `through`.
+    // After a gap (records the stream no longer had for this page), or from a daemon that was
+    // restarted meanwhile (its numbers start again): the totals through `through`.
     source.addEventListener("counts", e => {
       const s = JSON.parse(e.data);
-      if (s.through < through) return;
       setTotals(s);
       through = s.through;
       mode = s.mode || mode;

@@ -39,4 +39,14 @@ import Testing
         let other = LoopMetrics.DecisionKey(app: "other", action: "block", reason: "cleartext-http", enforced: true)
         #expect(snapshot.totals.decisions == [lab: LiveFeed.capacity / 2 + 5, other: LiveFeed.capacity / 2 + 5])
     }
+
+    /// A page that followed a daemon since restarted names a record this one has not numbered: it
+    /// gets this daemon's totals, nothing skipped, and follows from its newest record.
+    @Test func aReaderAheadOfTheFeedGetsItsTotals() throws {
+        let feed = LiveFeed()
+        for _ in 0..<3 { feed.observe(Self.record(), policy: "p") }
+        guard case .gap(let snapshot, let skipped) = feed.read(after: 5000) else { Issue.record("no gap"); return }
+        #expect(snapshot.through == 3 && skipped == 0)
+        #expect(snapshot.totals.decisions.values.reduce(0, +) == 3)
+    }
 }
