@@ -83,6 +83,10 @@ enum LivePage {
     td.time { white-space:nowrap; font-variant-numeric: tabular-nums; color:var(--muted); }
     td.count { white-space:nowrap; font-weight:600; }
     #byApp td.mono { white-space:nowrap; }
+    /* Fixed columns: a redraw that changes rows does not lay the whole table out again. */
+    #decisions { table-layout:fixed; }
+    #decisions col.time { width:84px; } #decisions col.times { width:76px; } #decisions col.app { width:17%; }
+    #decisions col.action { width:112px; } #decisions col.reason { width:15%; } #decisions col.user { width:9%; }
     .tag { display:inline-block; padding:0 6px; border-radius:9px; font-size:12px; color:#fff; border:1px solid transparent; white-space:nowrap; }
     .allow { background:var(--allow); } .block { background:var(--block); }
     .upgrade { background:var(--upgrade); } .error { background:var(--error); }
@@ -90,6 +94,8 @@ enum LivePage {
     .would-block { background:#fff; color:var(--block); border:1px dashed var(--block); }
     .would-upgrade { background:#fff; color:var(--upgrade); border:1px dashed var(--upgrade); }
     .blocks h2 + ul + h2 { margin-top:14px; }
+    /* Many distinct blocks scroll inside their card rather than push the decisions off the screen. */
+    .blocks { max-height:560px; overflow-y:auto; }
     .blocks ul { padding:0; margin:0; }
     .blocks li { margin:0 0 8px; padding-left:8px; border-left:3px solid var(--block); list-style:none; }
     .blocks li.would-block-item { border-left:3px dashed var(--block); }
@@ -137,7 +143,7 @@ enum LivePage {
       </section>
       <section class="wide">
         <h2>Decisions <span class="meta">grouped by app, destination and reason, the most recent first; highlighted: joined in the last 5 s</span> <span id="shown" class="meta"></span></h2>
-        <table id="decisions"><thead><tr><th>last</th><th class="num">times</th><th>app</th><th>destination</th><th>action</th><th>reason</th><th>user</th><th>first</th></tr></thead><tbody></tbody></table>
+        <table id="decisions"><colgroup><col class="time"><col class="times"><col class="app"><col><col class="action"><col class="reason"><col class="user"><col class="time"></colgroup><thead><tr><th>last</th><th class="num">times</th><th>app</th><th>destination</th><th>action</th><th>reason</th><th>user</th><th>first</th></tr></thead><tbody></tbody></table>
       </section>
     </main>
     <script id="snapshot" type="application/json">@SNAPSHOT@</script>
@@ -393,8 +399,11 @@ enum LivePage {
 
     // Events are counted as they come and queued; the page is redrawn at most every FLUSH_MS.
     let queue = [], timer = 0, lastFlush = 0;
+    // A redraw that took long spaces the next ones out (four times its length), so drawing never
+    // takes more than a fifth of the page's time, however many groups change.
+    let interval = FLUSH_MS;
     function schedule() {
-      if (!timer) timer = setTimeout(flush, Math.max(0, lastFlush + FLUSH_MS - performance.now()));
+      if (!timer) timer = setTimeout(flush, Math.max(0, lastFlush + interval - performance.now()));
     }
     function flush() {
       timer = 0;
@@ -402,6 +411,7 @@ enum LivePage {
       for (const r of queue) addRecord(r, lastFlush);
       queue = [];
       render();
+      interval = Math.min(2000, Math.max(FLUSH_MS, 4 * (performance.now() - lastFlush)));
       document.body.dataset.through = through;
       document.body.dataset.received = received;
       document.body.dataset.skipped = skipped;
