@@ -44,7 +44,10 @@ package struct LoopMetrics {
         }
     }
 
-    mutating func count(_ record: LogRecord) {
+    package init() {}
+
+    /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
+    package mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
         decisions[DecisionKey(app: record.app ?? "", action: action, reason: reason, enforced: record.enforced), default: 0] += 1

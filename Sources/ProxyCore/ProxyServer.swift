@@ -180,6 +180,9 @@ public final class ProxyServer: @unchecked Sendable {
     /// Failed logins per client address, shared by the proxy and the admin window.
     package var loginThrottle: LoginThrottle { shared.loginThrottle }
 
+    /// Whether new connections' blocks are enforced or only recorded (the live page's "would block").
+    package var mode: ProxyMode { current.withLock { $0.configuration.mode } }
+
     // MARK: stop
 
     /// How a stop ended: the connections cut at the end of the grace period, and the records the log

@@ -32,7 +32,7 @@ import TLSWire
         #expect(text.contains("atsgate_tls_key_exchange_total{app=\"lab\",group=\"x25519\",pq_offered=\"true\"} 2\n"))
         #expect(text.contains("atsgate_tls_key_exchange_total{app=\"\",group=\"\",pq_offered=\"false\"} 1\n"))
 
-        let snapshot = LivePage.snapshot(metrics: metrics, entries: [], through: 0)
+        let snapshot = LivePage.snapshot(LiveFeed.Snapshot(totals: metrics, through: 0, entries: []), mode: .enforce)
         #expect(snapshot.contains(#"{"app":"lab","group":"X25519MLKEM768","pq_offered":true,"count":3}"#), "\(snapshot)")
         #expect(snapshot.contains(#""pq_groups":["MLKEM1024","MLKEM512","MLKEM768","SecP256r1Kyber768Draft00","#))
         #expect(snapshot.contains(#""X25519MLKEM768""#) && !snapshot.contains(#""pq_groups":["x25519""#))
