@@ -1,3 +1,5 @@
+import TLSWire
+
 /// Whether a destination's server is quantum-secure for a client that offers a post-quantum key
 /// exchange (iOS 26 offers X25519MLKEM768 in every TLS 1.3 ClientHello).
 public enum QuantumStatus: String, CaseIterable, Sendable {
@@ -10,20 +12,20 @@ public enum QuantumStatus: String, CaseIterable, Sendable {
     case unknown
 }
 
-/// The key exchange groups of the IANA TLS Supported Groups registry that are post-quantum: the hybrid
-/// and pure ML-KEM groups, and the Kyber drafts that came before them.
+/// Which logged group names are post-quantum: TLSWire's registry and predicate (one definition for the
+/// proxy, diagnose and the report), read without regard to case, as captures from other tools spell
+/// names their own way (`x25519mlkem768`, `0x11ec`).
 public enum PostQuantumGroups {
-    static let names: Set<String> = [
-        "x25519mlkem768", "secp256r1mlkem768", "secp384r1mlkem1024", "mlkem512", "mlkem768", "mlkem1024",
-        "x25519kyber768draft00", "secp256r1kyber768draft00", "x25519kyber512draft00",
-    ]
-    static let codes: Set<UInt16> = [0x11EB, 0x11EC, 0x11ED, 0x0200, 0x0201, 0x0202, 0x6399, 0x639A, 0xFE30, 0xFE31]
+    private static let byLowercaseName: [String: NamedGroup] = Dictionary(
+        NamedGroup.names.map { ($0.value.lowercased(), NamedGroup(rawValue: $0.key)) }, uniquingKeysWith: { first, _ in first })
 
     /// `X25519MLKEM768` or `0x11EC`: true; `x25519`, `secp256r1`, `0x001D`: false.
     public static func contains(_ group: String) -> Bool {
         let lower = group.lowercased()
-        if lower.hasPrefix("0x"), let code = UInt16(lower.dropFirst(2), radix: 16) { return codes.contains(code) }
-        return names.contains(lower)
+        if lower.hasPrefix("0x"), lower.count <= 6, let code = UInt16(lower.dropFirst(2), radix: 16) {
+            return NamedGroup(rawValue: code).isPostQuantum
+        }
+        return byLowercaseName[lower]?.isPostQuantum ?? false
     }
 }
 

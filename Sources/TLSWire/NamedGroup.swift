@@ -42,7 +42,7 @@ public struct NamedGroup: RawRepresentable, Hashable, Sendable, CustomStringConv
     /// cannot be expected to break, so traffic recorded today stays confidential.
     public var isPostQuantum: Bool {
         switch rawValue {
-        case 0x0200...0x0202, 0x11EB...0x11EE, 0x6399, 0x639A: true
+        case 0x0200...0x0202, 0x11EB...0x11EE, 0x6399, 0x639A, 0xFE30, 0xFE31: true
         default: false
         }
     }
@@ -89,6 +89,8 @@ public struct NamedGroup: RawRepresentable, Hashable, Sendable, CustomStringConv
         0x11EB: "SecP256r1MLKEM768", 0x11EC: "X25519MLKEM768", 0x11ED: "SecP384r1MLKEM1024",
         0x11EE: "curveSM2MLKEM768",
         0x6399: "X25519Kyber768Draft00", 0x639A: "SecP256r1Kyber768Draft00",
+        // Not IANA's: the code points of the first Kyber experiments (Cloudflare, Open Quantum Safe).
+        0xFE30: "X25519Kyber512Draft00", 0xFE31: "X25519Kyber768Draft00Old",
         0xFF01: "arbitrary_explicit_prime_curves", 0xFF02: "arbitrary_explicit_char2_curves",
     ]
 }

@@ -32,7 +32,8 @@ import Testing
     @Test(arguments: [
         ("X25519MLKEM768", true), ("SecP256r1MLKEM768", true), ("SecP384r1MLKEM1024", true), ("MLKEM768", true),
         ("X25519Kyber768Draft00", true), ("0x11EC", true), ("0x11eb", true), ("0x0201", true), ("0x6399", true),
-        ("x25519", false), ("secp256r1", false), ("secp384r1", false), ("ffdhe2048", false), ("0x001D", false), ("0x11EE", false),
+        ("x25519", false), ("secp256r1", false), ("secp384r1", false), ("ffdhe2048", false), ("0x001D", false),
+        ("curveSM2MLKEM768", true), ("0x11EE", true), ("x25519kyber512draft00", true), ("0xFE30", true),
     ])
     func postQuantumGroupsAreTheHybridAndMLKEMOnes(group: String, postQuantum: Bool) {
         #expect(PostQuantumGroups.contains(group) == postQuantum)

@@ -49,7 +49,7 @@ struct KeyExchangeTests {
 
     @Test("post-quantum: the hybrids, pure ML-KEM and the Kyber drafts; nothing classical")
     func postQuantum() {
-        let quantum: [UInt16] = [0x11EB, 0x11EC, 0x11ED, 0x11EE, 0x0200, 0x0201, 0x0202, 0x6399, 0x639A]
+        let quantum: [UInt16] = [0x11EB, 0x11EC, 0x11ED, 0x11EE, 0x0200, 0x0201, 0x0202, 0x6399, 0x639A, 0xFE30, 0xFE31]
         for code in quantum { #expect(NamedGroup(rawValue: code).isPostQuantum, "\(hex(code))") }
         for code in NamedGroup.names.keys where !quantum.contains(code) {
             #expect(!NamedGroup(rawValue: code).isPostQuantum, "\(NamedGroup(rawValue: code))")
