@@ -2,7 +2,7 @@
 """A post-quantum TLS peer for the tests: pyOpenSSL on the OpenSSL the `cryptography` wheel bundles
 (4.x), which offers and accepts X25519MLKEM768 by default. The system OpenSSL (3.0) cannot.
 
-Runs from the venv scripts/install-deps makes (.build-venv, pinned by Tests/Fixtures/requirements-pq.txt).
+Runs from the venv scripts/install-test-tools makes (.build-venv, pinned by Tests/Fixtures/requirements-pq.txt).
 
   pq_peer.py server --cert CERT --key KEY [--groups LIST] [--max TLSv1_2]
       Prints "port=PORT" once listening on 127.0.0.1; serves connections concurrently, answering every

@@ -3,7 +3,7 @@ import Glibc
 
 /// The post-quantum TLS peer of Tests/Fixtures/pq_peer.py: pyOpenSSL on the OpenSSL 4 the pinned
 /// `cryptography` wheel bundles, which negotiates X25519MLKEM768 (Debian's OpenSSL 3.0 cannot). It
-/// runs from the venv scripts/install-deps makes; without it the tests fail and say so.
+/// runs from the venv scripts/install-test-tools makes; without it the tests fail and say so.
 public enum PostQuantumPeer {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent()
