@@ -55,6 +55,15 @@ public enum RouteRule: Sendable, Equatable {
         }
     }
 
+    func matches(user: String?, client: IPAddress, port: Int, product: String?) -> Bool {
+        switch self {
+        case .user(let name): user == name
+        case .client(let network): network.contains(client)
+        case .port(let listening): listening == port
+        case .agent(let name): product == name
+        }
+    }
+
     package var kind: RouteKind {
         switch self {
         case .user: .user
@@ -65,13 +74,18 @@ public enum RouteRule: Sendable, Equatable {
     }
 }
 
-/// A rule and the index (in `ProxyConfiguration.apps`) of the policy it selects.
+/// A rule, the index (in `ProxyConfiguration.apps`) of the policy it selects, and the way out it
+/// names (`parent=URL` or `direct`). A route may name only one of them: the first matching route
+/// with a policy chooses the policy, the first matching route with a way out chooses the way out.
 public struct Route: Sendable {
     public var rule: RouteRule
-    public var app: Int
-    public init(rule: RouteRule, app: Int) {
+    public var app: Int?
+    /// nil: the daemon's `--parent` list (and `--parent-bypass`) decide.
+    public var egress: Egress?
+    public init(rule: RouteRule, app: Int?, egress: Egress? = nil) {
         self.rule = rule
         self.app = app
+        self.egress = egress
     }
 }
 
@@ -116,20 +130,21 @@ package struct AppRouter: Sendable {
     /// The app index (nil: blocked, no policy) and the step that chose it.
     package func select(user: String?, client: IPAddress, port: Int, product: String?) -> (app: Int?, kind: RouteKind) {
         for route in routes {
-            let matches: Bool
-            switch route.rule {
-            case .user(let name): matches = user == name
-            case .client(let network): matches = network.contains(client)
-            case .port(let listening): matches = listening == port
-            case .agent(let name): matches = product == name
+            if let app = route.app, route.rule.matches(user: user, client: client, port: port, product: product) {
+                return (app, route.rule.kind)
             }
-            if matches { return (route.app, route.rule.kind) }
         }
         if let product, let app = byProduct[product] { return (app, .agentAuto) }
         switch unrouted {
         case .app(let index): return (index, .default)
         case .block: return (nil, .default)
         }
+    }
+
+    /// The way out the first matching route names; nil when none does (then `--parent` decides).
+    package func egress(user: String?, client: IPAddress, port: Int, product: String?) -> Egress? {
+        routes.first { $0.egress != nil && $0.rule.matches(user: user, client: client, port: port, product: product) }?
+            .egress
     }
 
     /// The first product name of a User-Agent (`Lab%20App/1.0 CFNetwork/1490 Darwin/23.0.0` is

@@ -21,6 +21,8 @@ package final class ProxyContext: Sendable {
     let router: AppRouter
     /// Checks Proxy-Authorization (--auth-file); nil when the proxy is open.
     let authenticator: ProxyAuthenticator?
+    /// Which parents (if any) a request goes through.
+    let parents: ParentRouting
 
     init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
         self.configuration = configuration
@@ -32,7 +34,11 @@ package final class ProxyContext: Sendable {
         router = AppRouter(apps: apps, routes: configuration.routes, unrouted: configuration.unrouted)
         authenticator = configuration.passwords.map(ProxyAuthenticator.init(file:))
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
-        resolver = Resolver(pinned: configuration.resolve)
+        resolver = Resolver(pinned: configuration.resolve, engine: shared.dns)
+        shared.dns.configure(configuration.dns)
+        shared.parentHealth.setRetry(seconds: configuration.parentRetry)
+        parents = ParentRouting(parents: configuration.parents, bypass: configuration.parentBypass,
+                                health: shared.parentHealth)
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)
@@ -53,6 +59,10 @@ package final class ServerShared: Sendable {
     /// Certificate verdict lookups answered from the cache, and those that had to be computed.
     let verdictHits = Atomic<Int>(0)
     let verdictMisses = Atomic<Int>(0)
+    /// The resolver: its cache outlives reloads, each generation configures it.
+    let dns = DNSResolver()
+    /// Parents that failed lately, passed over for a while.
+    let parentHealth = ParentHealth()
     let sink: LogSink
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?

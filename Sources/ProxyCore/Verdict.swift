@@ -17,8 +17,12 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     /// A tunnel's client sent nothing, or did not finish its TLS handshake, in time.
     case clientTimeout
     case shutdown
+    // The name did not resolve: NXDOMAIN (or no address at all, NODATA), no answer in --dns-timeout,
+    // or a failing resolver (SERVFAIL, REFUSED, a malformed or truncated answer).
+    case dnsNXDomain
+    case dnsTimeout
+    case dnsFailure
     // The origin failed.
-    case upstreamDNS
     case upstreamRefused
     case upstreamTimeout
     case upstreamProtocol
@@ -28,13 +32,22 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case serverAlert
     /// No --route matched and --unrouted is block.
     case noPolicy
+    // The parent proxy failed: it refused the CONNECT or request (its status in the message), could
+    // not be reached, wanted other credentials, did not answer in time, or answered garbage.
+    case parentRefused
+    case parentUnreachable
+    case parentAuth
+    case parentTimeout
+    case parentProtocol
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .shutdown,
-        .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
+        .dnsNXDomain, .dnsTimeout, .dnsFailure,
+        .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .noPolicy,
+        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -57,7 +70,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .loopDetected: "loop-detected"
         case .clientTimeout: "client-timeout"
         case .shutdown: "shutdown"
-        case .upstreamDNS: "upstream-dns"
+        case .dnsNXDomain: "dns-nxdomain"
+        case .dnsTimeout: "dns-timeout"
+        case .dnsFailure: "dns-failure"
         case .upstreamRefused: "upstream-refused"
         case .upstreamTimeout: "upstream-timeout"
         case .upstreamProtocol: "upstream-protocol"
@@ -65,6 +80,11 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
         case .noPolicy: "no-policy"
+        case .parentRefused: "parent-refused"
+        case .parentUnreachable: "parent-unreachable"
+        case .parentAuth: "parent-auth"
+        case .parentTimeout: "parent-timeout"
+        case .parentProtocol: "parent-protocol"
         }
     }
 
@@ -73,6 +93,17 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         switch self {
         case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy: true
         default: false
+        }
+    }
+
+    /// Reasons of a connection to the origin (or a parent) that could not be made.
+    var isUpstreamFailure: Bool {
+        switch self {
+        case .dnsNXDomain, .dnsTimeout, .dnsFailure, .upstreamRefused, .upstreamTimeout, .parentRefused,
+             .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol:
+            true
+        default:
+            false
         }
     }
 

@@ -9,7 +9,8 @@ import Foundation
 /// and a repeatable flag given there replaces all of the file's values for it.
 enum ConfigFile {
     static let repeatable: Set<String> = ["listen", "resolve", "connect-port", "allow-client", "local-network",
-                                          "ca-file", "upgrade-port", "policy", "route"]
+                                          "ca-file", "upgrade-port", "policy", "route", "dns-server", "parent",
+                                          "parent-bypass"]
     static let booleans: Set<String> = ["no-builtin-exceptions"]
 
     /// `run` arguments with the file named by `--config` folded in before the command line's own.

@@ -32,8 +32,9 @@ struct RunCommand: ParsableCommand {
         Which policy a request gets (repeatable, tried in order): user:NAME (the proxy user), client:CIDR, \
         port:N (the listening port reached) or agent:NAME (the User-Agent's product name), =ID of a policy. \
         After them, a User-Agent whose product is a bundle's CFBundleExecutable or CFBundleName gets that \
-        bundle's policy.
-        """, valueName: "rule=id"))
+        bundle's policy. ,parent=URL or ,direct after the ID (or in its place) names the route's way out: \
+        its own parent proxy, or straight to the origin.
+        """, valueName: "rule=id[,parent=url|,direct]"))
     var route: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("""
@@ -102,6 +103,45 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds to connect to the origin.", valueName: "seconds"))
     var connectTimeout = 10.0
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Seconds to resolve an origin's name (separate from --connect-timeout); past it: 504 dns-timeout.
+        """, valueName: "seconds"))
+    var dnsTimeout = 10.0
+
+    @Option(name: .long, help: ArgumentHelp("Least seconds an answer is cached, whatever its TTL.", valueName: "seconds"))
+    var dnsMinTtl = 1.0
+
+    @Option(name: .long, help: ArgumentHelp("Most seconds an answer is cached, whatever its TTL.", valueName: "seconds"))
+    var dnsMaxTtl = 3600.0
+
+    @Option(name: .long, help: ArgumentHelp("Seconds NXDOMAIN and NODATA answers are remembered (0: not at all).",
+                                            valueName: "seconds"))
+    var dnsNegativeTtl = 10.0
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Seconds past its TTL an answer may still be served when the resolver fails (RFC 8767; 0: never). \
+        The record says dns_stale.
+        """, valueName: "seconds"))
+    var dnsStale = 86_400.0
+
+    @Option(name: .long, help: ArgumentHelp("""
+        DNS server to ask instead of /etc/resolv.conf's (repeatable; UDP, and TCP for truncated answers).
+        """, valueName: "ip:port"))
+    var dnsServer: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Parent proxy every origin is reached through (repeatable, tried in order; one that fails is passed \
+        over for 30 s). Tunnels go through it with CONNECT, allowed cleartext as absolute-form requests; its \
+        credentials go to it alone.
+        """, valueName: "http://[user:password@]host:port"))
+    var parent: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Destination that never goes through a parent (repeatable, like NO_PROXY): a name, .domain (the \
+        domain and every name under it), or a CIDR (IP literals).
+        """, valueName: "name|.suffix|cidr"))
+    var parentBypass: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Seconds a tunnel may stay silent.", valueName: "seconds"))
     var idleTimeout = 300.0
 
@@ -158,9 +198,14 @@ struct RunCommand: ParsableCommand {
         for port in connectPort where !(1...65535).contains(port) {
             throw ValidationError("--connect-port \(port) is not a port")
         }
-        for timeout in [headTimeout, connectTimeout, idleTimeout] where !(timeout > 0) {
+        for timeout in [headTimeout, connectTimeout, idleTimeout, dnsTimeout] where !(timeout > 0) {
             throw ValidationError("timeouts must be positive")
         }
+        for (flag, value) in [("--dns-min-ttl", dnsMinTtl), ("--dns-max-ttl", dnsMaxTtl),
+                              ("--dns-negative-ttl", dnsNegativeTtl), ("--dns-stale", dnsStale)] where !(value >= 0) {
+            throw ValidationError("\(flag) must not be negative")
+        }
+        guard dnsMinTtl <= dnsMaxTtl else { throw ValidationError("--dns-min-ttl is above --dns-max-ttl") }
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
     }
@@ -189,10 +234,23 @@ struct RunCommand: ParsableCommand {
             return index
         }
         configuration.routes = try route.map { text in
-            guard let equals = text.lastIndex(of: "="), let rule = RouteRule(parsing: text[..<equals]) else {
+            let (ruleAndID, egress) = try Self.routeEgress(text)
+            let ruleText: Substring
+            var app: Int?
+            if egress != nil, ruleAndID.firstIndex(of: "=") == nil {
+                ruleText = ruleAndID // a way out only: the policy is chosen as if the route were not there
+            } else {
+                guard let equals = ruleAndID.lastIndex(of: "=") else {
+                    throw CommandFailure(message: "--route \(text): expected user:NAME, client:CIDR, port:N or agent:NAME, "
+                                         + "then =ID, =ID,parent=URL, =ID,direct, =parent=URL or =direct")
+                }
+                ruleText = ruleAndID[..<equals]
+                app = try index(of: String(ruleAndID[ruleAndID.index(after: equals)...]), for: "--route \(text)")
+            }
+            guard let rule = RouteRule(parsing: ruleText) else {
                 throw CommandFailure(message: "--route \(text): expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID")
             }
-            return Route(rule: rule, app: try index(of: String(text[text.index(after: equals)...]), for: "--route \(text)"))
+            return Route(rule: rule, app: app, egress: egress)
         }
         if let unrouted {
             configuration.unrouted = unrouted == "block" ? .block : .app(try index(of: unrouted, for: "--unrouted"))
@@ -235,6 +293,24 @@ struct RunCommand: ParsableCommand {
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
+        configuration.dns.timeout = dnsTimeout
+        configuration.dns.minimumTTL = dnsMinTtl
+        configuration.dns.maximumTTL = dnsMaxTtl
+        configuration.dns.negativeTTL = dnsNegativeTtl
+        configuration.dns.staleLimit = dnsStale
+        configuration.dns.servers = try dnsServer.map { text in
+            guard let address = SocketAddress(parsing: text) else {
+                throw CommandFailure(message: "--dns-server \(text): expected IP:PORT, e.g. 10.0.0.53:53 or [fd00::53]:53")
+            }
+            return address
+        }
+        configuration.parents = try parent.map { try Self.parentProxy($0, flag: "--parent") }
+        configuration.parentBypass = try parentBypass.map { text in
+            guard let bypass = ParentBypass(parsing: text) else {
+                throw CommandFailure(message: "--parent-bypass \(text): expected a name, .domain or a CIDR")
+            }
+            return bypass
+        }
         configuration.tlsInspection = tlsInspection == .on
         configuration.certificateMode = certificateCheck
         configuration.sniMismatch = sniMismatch
@@ -303,6 +379,30 @@ struct RunCommand: ParsableCommand {
                          gracePeriod: gracePeriod, announce: { ServiceManager.say(line) }).start()
         // The loops hold the admin listener's handlers, not the listener: keep it for the life of the process.
         withExtendedLifetime(admin) { dispatchMain() }
+    }
+
+    /// `--parent URL` (or a route's `parent=URL`), with the flag named in the error.
+    static func parentProxy(_ url: String, flag: String) throws -> ParentProxy {
+        do {
+            return try ParentProxy(url: url)
+        } catch {
+            throw CommandFailure(message: "\(flag) \(url): \(error.description)")
+        }
+    }
+
+    /// Splits a route's way out off its end: `,parent=URL` or `=parent=URL` (the URL is the rest of
+    /// the text), `,direct` or `=direct`. Returns what is left (`RULE=ID`, or `RULE` alone when the
+    /// way out took the `=`) and the way out.
+    static func routeEgress(_ text: String) throws -> (Substring, Egress?) {
+        for separator in [",parent=", "=parent="] {
+            guard let range = text.range(of: separator) else { continue }
+            let url = String(text[range.upperBound...])
+            return (text[..<range.lowerBound], .parent(try parentProxy(url, flag: "--route \(text): parent")))
+        }
+        for separator in [",direct", "=direct"] where text.hasSuffix(separator) {
+            return (text.dropLast(separator.count), .direct)
+        }
+        return (text[...], nil)
     }
 
     /// `NAME=IP` pairs; a name may be pinned to several addresses.

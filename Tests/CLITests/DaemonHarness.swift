@@ -118,13 +118,8 @@ final class Daemon {
 
 /// The test origin of Tests/Fixtures/origin.py.
 final class Origin {
-    /// The interpreter itself, not a version manager's shim (a shim may fork, and then stopping the
-    /// child we started would leave the origin running).
-    static let python: String = {
-        let run = try? Subprocess.run("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable)"])
-        let path = run?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        return path.isEmpty ? "/usr/bin/python3" : path
-    }()
+    /// The interpreter itself (TestSupport's `pythonExecutable`).
+    static let python = pythonExecutable
 
     let process: BackgroundProcess
     let httpPort: Int
