@@ -15,7 +15,8 @@
 set -euo pipefail
 atsgate=$1 python=$2 fixtures=$3 out=$4
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# SIGKILL: a test runner may start this script with SIGTERM blocked, and its children inherit that.
+cleanup() { for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT
 
 ip link set lo up
@@ -67,7 +68,7 @@ ZONE
 # (It exits when its stdin closes: a FIFO this script holds open, closed when the script ends.)
 mkfifo "$out/dns.stdin"
 exec 3<>"$out/dns.stdin"
-"$python" "$fixtures/dns_server.py" "$out/zone.json" <"$out/dns.stdin" >"$out/dns.log" 2>&1 &
+"$python" "$fixtures/dns_server.py" "$out/zone.json" <"$out/dns.stdin" >"$out/dns.log" 2>&1 3>&- &
 pids+=("$!")
 for _ in $(seq 100); do grep -q '^dns=' "$out/dns.log" 2>/dev/null && break; sleep 0.05; done
 dns_port=$(sed -n 's/^dns=//p' "$out/dns.log")
