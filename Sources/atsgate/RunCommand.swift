@@ -206,6 +206,10 @@ struct RunCommand: ParsableCommand {
             throw ValidationError("\(flag) must not be negative")
         }
         guard dnsMinTtl <= dnsMaxTtl else { throw ValidationError("--dns-min-ttl is above --dns-max-ttl") }
+        // Checked here, so that a config file's bad value is reported against the file and its line.
+        _ = try dnsServers()
+        for url in parent { _ = try Self.parentProxy(url, flag: "--parent") }
+        _ = try parentBypasses()
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
     }
@@ -298,19 +302,9 @@ struct RunCommand: ParsableCommand {
         configuration.dns.maximumTTL = dnsMaxTtl
         configuration.dns.negativeTTL = dnsNegativeTtl
         configuration.dns.staleLimit = dnsStale
-        configuration.dns.servers = try dnsServer.map { text in
-            guard let address = SocketAddress(parsing: text) else {
-                throw CommandFailure(message: "--dns-server \(text): expected IP:PORT, e.g. 10.0.0.53:53 or [fd00::53]:53")
-            }
-            return address
-        }
+        configuration.dns.servers = try dnsServers()
         configuration.parents = try parent.map { try Self.parentProxy($0, flag: "--parent") }
-        configuration.parentBypass = try parentBypass.map { text in
-            guard let bypass = ParentBypass(parsing: text) else {
-                throw CommandFailure(message: "--parent-bypass \(text): expected a name, .domain or a CIDR")
-            }
-            return bypass
-        }
+        configuration.parentBypass = try parentBypasses()
         configuration.tlsInspection = tlsInspection == .on
         configuration.certificateMode = certificateCheck
         configuration.sniMismatch = sniMismatch
@@ -386,7 +380,25 @@ struct RunCommand: ParsableCommand {
         do {
             return try ParentProxy(url: url)
         } catch {
-            throw CommandFailure(message: "\(flag) \(url): \(error.description)")
+            throw ValidationError("\(flag) \(url): \(error.description)")
+        }
+    }
+
+    func dnsServers() throws -> [SocketAddress] {
+        try dnsServer.map { text in
+            guard let address = SocketAddress(parsing: text) else {
+                throw ValidationError("--dns-server \(text): expected IP:PORT, e.g. 10.0.0.53:53 or [fd00::53]:53")
+            }
+            return address
+        }
+    }
+
+    func parentBypasses() throws -> [ParentBypass] {
+        try parentBypass.map { text in
+            guard let bypass = ParentBypass(parsing: text) else {
+                throw ValidationError("--parent-bypass \(text): expected a name, .domain (it and every name under it) or a CIDR")
+            }
+            return bypass
         }
     }
 

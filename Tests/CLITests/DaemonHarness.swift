@@ -101,6 +101,12 @@ final class Daemon {
         return (status, records)
     }
 
+    /// `stop`, with the records in time order (each event-loop queue writes its records in batches,
+    /// so the log is in order only per queue).
+    func stopInTimeOrder(expected: Int) throws -> [[String: Any]] {
+        try stop(expected: expected).records.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
+    }
+
     /// A raw client whose CONNECT to 127.0.0.1:`port` the daemon answered with 200 (else throws).
     func openTunnel(to port: Int) throws -> RawClient {
         let client = try RawClient(port: self.port)

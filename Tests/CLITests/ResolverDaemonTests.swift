@@ -19,9 +19,7 @@ import TestSupport
     }
 
     func records(_ daemon: Daemon, expected: Int) throws -> [[String: Any]] {
-        let (status, records) = try daemon.stop(expected: expected)
-        #expect(status == 0)
-        return records
+        try daemon.stopInTimeOrder(expected: expected)
     }
 
     @Test func namesComeFromTheConfiguredServerAndThenFromTheCache() throws {
