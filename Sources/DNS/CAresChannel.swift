@@ -111,15 +111,10 @@ final class CAresChannel {
             var ttl: Int?
             var node = result?.pointee.nodes
             while let current = node {
-                if let raw = current.pointee.ai_addr {
-                    var storage = sockaddr_storage()
-                    withUnsafeMutableBytes(of: &storage) { target in
-                        target.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: Int(current.pointee.ai_addrlen)))
-                    }
-                    if let address = SocketAddress(storage: storage), !addresses.contains(address.ip) {
-                        addresses.append(address.ip)
-                        ttl = min(ttl ?? Int.max, max(0, Int(current.pointee.ai_ttl)))
-                    }
+                if let raw = current.pointee.ai_addr, let address = SocketAddress(raw, length: Int(current.pointee.ai_addrlen)),
+                   !addresses.contains(address.ip) {
+                    addresses.append(address.ip)
+                    ttl = min(ttl ?? Int.max, max(0, Int(current.pointee.ai_ttl)))
                 }
                 node = current.pointee.ai_next
             }

@@ -11,6 +11,11 @@ import TestSupport
 /// untouched): one lookup per name however many wait, no thread per lookup, the cache's lifetimes,
 /// stale answers when the server fails, and the deadline.
 @Suite(.serialized) struct DNSResolverTests {
+    /// The loop the lookups are asked from. Loops and resolvers live as long as the process, as the
+    /// daemon's do (an event loop's clock and poller are never torn down).
+    nonisolated(unsafe) static let waiterLoop = EventLoop(label: "dns-tests")
+    static let resolvers = Mutex<[DNSResolver]>([])
+
     /// A resolver on the tests' server, with the settings the test changes.
     func resolver(_ server: DNSTestServer, _ change: (inout ResolverSettings) -> Void = { _ in }) -> DNSResolver {
         var settings = ResolverSettings()
@@ -18,6 +23,7 @@ import TestSupport
         change(&settings)
         let resolver = DNSResolver()
         resolver.configure(settings)
+        Self.resolvers.withLock { $0.append(resolver) }
         return resolver
     }
 
@@ -39,7 +45,7 @@ import TestSupport
     @Test func everyWaiterSharesOneLookup() throws {
         let server = try DNSTestServer(zone: ["slow.test": ["A": ["10.0.0.1"], "delay": 0.5]])
         let resolver = resolver(server)
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         let answers = Mutex<[Resolution]>([])
         let group = DispatchGroup()
         for _ in 0..<50 {
@@ -66,7 +72,7 @@ import TestSupport
     @Test func lookupsInFlightTakeNoThreadEach() throws {
         let server = try DNSTestServer(zone: ["*.slow.test": ["A": ["10.0.0.2"], "delay": 2]])
         let resolver = resolver(server)
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         _ = resolve(resolver, "warm.slow.test", on: loop) // the resolver's loop and sockets exist
         let before = try threadCount()
         let pending = Atomic<Int>(200)
@@ -88,7 +94,7 @@ import TestSupport
     @Test func anExpiredAnswerIsServedStaleWhenTheServerFails() throws {
         let server = try DNSTestServer(zone: ["flaky.test": ["A": ["10.0.0.3"], "ttl": 1]])
         let resolver = resolver(server) { $0.minimumTTL = 0; $0.timeout = 3 }
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         #expect(try #require(resolve(resolver, "flaky.test", on: loop)).lookupMilliseconds != nil)
         try server.setZone(["flaky.test": ["mode": "servfail"]])
         usleep(1_200_000)
@@ -102,7 +108,7 @@ import TestSupport
     @Test func aLateRefreshIsAnsweredStaleBeforeTheDeadline() throws {
         let server = try DNSTestServer(zone: ["late.test": ["A": ["10.0.0.4"], "ttl": 1]])
         let resolver = resolver(server) { $0.minimumTTL = 0; $0.timeout = 8; $0.staleAnswerDelay = 0.3 }
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         _ = resolve(resolver, "late.test", on: loop)
         try server.setZone(["late.test": ["mode": "never"]])
         usleep(1_200_000)
@@ -115,7 +121,7 @@ import TestSupport
     @Test func withoutAStaleAnswerTheDeadlineIsATimeout() throws {
         let server = try DNSTestServer(zone: ["never.test": ["mode": "never"]])
         let resolver = resolver(server) { $0.timeout = 1 }
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         let answer = try #require(resolve(resolver, "never.test", on: loop))
         guard case .failure(let failure) = answer.result else { Issue.record("an answer came"); return }
         #expect(failure.kind == .timeout)
@@ -126,7 +132,7 @@ import TestSupport
     @Test func aStaleLimitOfZeroServesNothingStale() throws {
         let server = try DNSTestServer(zone: ["flaky.test": ["A": ["10.0.0.3"], "ttl": 1]])
         let resolver = resolver(server) { $0.minimumTTL = 0; $0.staleLimit = 0 }
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         _ = resolve(resolver, "flaky.test", on: loop)
         try server.setZone(["flaky.test": ["mode": "servfail"]])
         usleep(1_200_000)
@@ -138,7 +144,7 @@ import TestSupport
     @Test func negativeAnswersAreRememberedAndTTLsClamped() throws {
         let server = try DNSTestServer(zone: ["long.test": ["A": ["10.0.0.5"], "ttl": 3600]])
         let resolver = resolver(server) { $0.maximumTTL = 1; $0.negativeTTL = 30 }
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         for _ in 0..<2 {
             let answer = try #require(resolve(resolver, "missing.test", on: loop))
             guard case .failure(let failure) = answer.result else { Issue.record("missing.test resolved"); return }
@@ -158,7 +164,7 @@ import TestSupport
     @Test func noDataIsNotNXDomain() throws {
         let server = try DNSTestServer(zone: ["v4only.test": ["A": ["10.0.0.6"], "AAAA": []]])
         let resolver = resolver(server)
-        let loop = EventLoop(label: "test")
+        let loop = Self.waiterLoop
         let v6 = try #require(resolve(resolver, "v4only.test", .v6, on: loop))
         guard case .failure(let failure) = v6.result else { Issue.record("an AAAA answer"); return }
         #expect(failure.kind == .noData)
