@@ -51,7 +51,8 @@ package struct LogRecord {
     var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
     var proxyUser: String?
-    /// How long the origin's name took to resolve, when the resolver was asked (`dns_ms`); whether the
+    /// How long this request waited for the origin's name, when the resolver was asked (`dns_ms`; a
+    /// lookup already in flight is shared, the wait is the request's own); whether the
     /// addresses came without a lookup (`dns_cached`: an IP literal, a pinned or cached name); nil
     /// both when nothing was resolved here (a block before, or a parent that resolves).
     var dnsMilliseconds: Double?

@@ -370,6 +370,9 @@ package final class ProxyConnection {
         /// Why the parents tried so far failed, for the message when none is left.
         var parentProblems: [String] = []
         var connectTimerArmed = false
+        /// When the name was asked for (CLOCK_MONOTONIC seconds): `dns_ms` is this request's own wait,
+        /// also when it joined a lookup already in flight.
+        var resolutionStarted = 0.0
 
         init(destination: Destination, next: AfterConnect, pooled: Bool, parents: [ParentProxy]) {
             self.destination = destination
@@ -420,11 +423,12 @@ package final class ProxyConnection {
         attempt.eyeballs = eyeballs
         attempt.lookupFailures = []
         attempt.connectTimerArmed = false
+        attempt.resolutionStarted = monotonic()
         // The resolver answers by --dns-timeout; the connect timeout starts with the first attempt.
         arm(after: context.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
         context.resolver.resolve(host, on: loop) { [self] resolution in
             guard case .connecting(let current) = state, current === attempt, attempt.eyeballs === eyeballs else { return }
-            if viaParent == nil { note(resolution) }
+            if viaParent == nil { note(resolution, attempt) }
             switch resolution.result {
             case .failure(let failure):
                 attempt.lookupFailures.append(failure)
@@ -444,9 +448,10 @@ package final class ProxyConnection {
     }
 
     /// The record's `dns_ms`, `dns_cached` and `dns_stale` from one answer for the origin's name.
-    private func note(_ resolution: Resolution) {
-        if let milliseconds = resolution.lookupMilliseconds {
-            record.dnsMilliseconds = max(record.dnsMilliseconds ?? 0, milliseconds)
+    private func note(_ resolution: Resolution, _ attempt: UpstreamAttempt) {
+        if resolution.lookupMilliseconds != nil {
+            let waited = (monotonic() - attempt.resolutionStarted) * 1000
+            record.dnsMilliseconds = max(record.dnsMilliseconds ?? 0, waited)
             record.dnsCached = false
         } else if record.dnsCached == nil {
             record.dnsCached = true
