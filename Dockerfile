@@ -4,7 +4,7 @@ FROM swift:6.3-bookworm AS build
 # Unpinned on purpose: bookworm's security updates replace the versions a pin would name.
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends pkg-config libssl-dev libsystemd-dev zlib1g-dev libcrypt-dev \
+    && apt-get install -y --no-install-recommends pkg-config libssl-dev libsystemd-dev zlib1g-dev libcrypt-dev libc-ares-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Package.swift names every target, so the test and benchmark sources come along to resolve it.
@@ -18,7 +18,7 @@ RUN swift build -c release --product atsgate --static-swift-stdlib \
 FROM debian:bookworm-slim
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libssl3 libsystemd0 zlib1g libcrypt1 ca-certificates \
+    && apt-get install -y --no-install-recommends libssl3 libsystemd0 zlib1g libcrypt1 libc-ares2 ca-certificates \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local/bin/atsgate /usr/local/bin/atsgate
 COPY config/policies /etc/atsgate/policies

@@ -41,6 +41,8 @@ let package = Package(
         .systemLibrary(name: "CCrypt", providers: [.apt(["libcrypt-dev"])]),
         // zlib for the report's gzip reader (not CZlib: ZIPFoundation has a module of that name).
         .systemLibrary(name: "CSystemZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        // c-ares: the proxy's asynchronous resolver, on the event loops' epoll.
+        .systemLibrary(name: "CAres", pkgConfig: "libcares", providers: [.apt(["libc-ares-dev"])]),
         // GNU calls Swift cannot import (splice, pipe2, accept4, eventfd, epoll).
         .target(name: "CAtsgateShims"),
         // The one POSIX layer: socket addresses, connect, accept, read, write, splice, poll, epoll and
@@ -57,8 +59,9 @@ let package = Package(
         // The Dispatch event loops: poller, channels, clocks, the blocking pool, the splice pump.
         .target(name: "EventLoop", dependencies: ["POSIX", "CAtsgateShims"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
-        // Names to addresses for the proxy, without blocking a loop.
-        .target(name: "DNS", dependencies: ["ATSPolicy", "POSIX", "EventLoop"],
+        // Names to addresses for the proxy, without blocking a loop: c-ares on an event loop, a cache
+        // with TTLs, negative and stale answers, one lookup in flight per name.
+        .target(name: "DNS", dependencies: ["ATSPolicy", "POSIX", "EventLoop", "CAres"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // 4. The proxy.
@@ -116,6 +119,7 @@ let package = Package(
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
+        .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoop", "ATSPolicy", "POSIX", "TestSupport"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TLSWire", "TestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore", "TLSWire"]),

@@ -24,7 +24,9 @@
 //       120 s it stops opening and reports the rest as skipped=.
 //
 // Every mode that sends a CONNECT also takes --proxy-header 'NAME: VALUE' (repeatable): fields added
-// to each CONNECT, e.g. Proxy-Authorization and User-Agent (scripts/benchmark-lab).
+// to each CONNECT, e.g. Proxy-Authorization and User-Agent (scripts/benchmark-lab), and
+// --target-names N: a target with "%d" in it (n%d.bench.test:8080) names N hosts, 0..N-1, each tunnel
+// the next one in turn (scripts/benchmark-dns).
 //
 // tunnels and bulk take --proxy-tls: TLS to the proxy itself (a proxy's TLS listener, Squid's
 // https_port), a full handshake per connection (no session resumption, no certificate verification,
@@ -74,6 +76,21 @@ static int io_timeout_s = 10; // seconds without progress before a read/write/co
 
 static struct sockaddr_in proxy_addr;
 static char target[256] = "127.0.0.1:18080";
+/* --target-names: how many names "%d" in the target stands for (0: the target as given). */
+static long target_names = 0;
+static atomic_long target_seq;
+/* The target of the tunnel this thread is making (the target, or its "%d" filled in). */
+static __thread char tunnel_target[300];
+
+static void next_target(void) {
+    const char *mark = target_names > 0 ? strstr(target, "%d") : NULL;
+    if (!mark) {
+        snprintf(tunnel_target, sizeof tunnel_target, "%s", target);
+        return;
+    }
+    long n = atomic_fetch_add(&target_seq, 1) % target_names;
+    snprintf(tunnel_target, sizeof tunnel_target, "%.*s%ld%s", (int)(mark - target), target, n, mark + 2);
+}
 /* --proxy-header lines, each ending in CRLF, sent with every CONNECT. */
 static char proxy_headers[2048] = "";
 static const char *path = NULL;
@@ -286,13 +303,16 @@ static int read_connect_head(conn_t *c, char *spill, size_t *spill_len, int *kin
 
 static int send_connect(conn_t *c, int *kind) {
     char req[3000];
-    int n = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, target, proxy_headers);
+    next_target();
+    int n = snprintf(req, sizeof req, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n%s\r\n", tunnel_target, tunnel_target,
+                     proxy_headers);
     return conn_send(c, req, (size_t)n, kind);
 }
 
 static int format_get(char *req, size_t size) {
-    char host[256];
-    snprintf(host, sizeof host, "%s", target);
+    char host[300];
+    if (!tunnel_target[0]) next_target(); // direct mode: no CONNECT chose one
+    snprintf(host, sizeof host, "%s", tunnel_target);
     char *colon = strrchr(host, ':');
     if (colon) *colon = 0;
     return snprintf(req, size, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host);
@@ -786,7 +806,7 @@ static void usage(void) {
     fprintf(stderr,
             "usage: loadgen tunnels|tls|bulk|idle --proxy HOST:PORT [--target HOST:PORT] [--direct] [--threads N]\n"
             "               [--streams N] [--duration SECONDS] [--path PATH] [--count K] [--hold SECONDS] [--stdin]\n"
-            "               [--tls-max 1.3|1.2] [--proxy-header 'NAME: VALUE' ...] [--proxy-tls]\n");
+            "               [--tls-max 1.3|1.2] [--proxy-header 'NAME: VALUE' ...] [--proxy-tls] [--target-names N]\n");
     exit(2);
 }
 
@@ -833,6 +853,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--duration")) duration = atof(v), i++;
         else if (!strcmp(a, "--count")) count = atol(v), i++;
         else if (!strcmp(a, "--hold")) hold = atof(v), i++;
+        else if (!strcmp(a, "--target-names")) target_names = atol(v), i++;
         else usage();
     }
     if (!proxy || parse_addr(proxy, &proxy_addr) != 0) {

@@ -165,7 +165,7 @@ private final class AdminExchange {
         }
         let loop = self.loop, peer = self.peer
         let check = { [self] in
-            BlockingPool.shared.submit {
+            BlockingPools.passwords.submit {
                 let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
                 loop.execute { [self] in
                     guard valid else {

@@ -41,6 +41,37 @@ enum PrometheusText {
                })
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
+        family("atsgate_upstream_connections_total", "counter",
+               "Connections to origins, by the parent proxy they went through (empty: direct) and result "
+                   + "(connected, or the dns-, upstream- or parent- reason that ended them).",
+               metrics.upstream.sorted { $0.key < $1.key }.map {
+                   (label(["parent": $0.key.parent, "result": $0.key.result]), "\($0.value)")
+               })
+        family("atsgate_parent_up", "gauge", "1 for a parent proxy in use, 0 while it is passed over after a failure.",
+               gauges.parents.map { (label(["parent": $0.parent]), $0.up ? "1" : "0") })
+        let resolver = gauges.resolver
+        family("atsgate_dns_lookups_total", "counter",
+               "Lookups sent to the resolver (one per name and address family), by result.",
+               resolver.lookups.map { (label(["result": $0.result]), "\($0.count)") })
+        family("atsgate_dns_cache_total", "counter",
+               "Cache answers per name and address family: hit, negative (NXDOMAIN/NODATA), miss (a lookup was "
+                   + "needed), stale (an expired answer served because the resolver failed, RFC 8767).",
+               resolver.cache.map { (label(["result": $0.result]), "\($0.count)") })
+        out += "# HELP atsgate_dns_lookup_duration_seconds How long the resolver took to answer a lookup.\n"
+        out += "# TYPE atsgate_dns_lookup_duration_seconds histogram\n"
+        for bucket in resolver.latency {
+            out += "atsgate_dns_lookup_duration_seconds_bucket{le=\"\(bucket.bound)\"} \(bucket.count)\n"
+        }
+        out += "atsgate_dns_lookup_duration_seconds_bucket{le=\"+Inf\"} \(resolver.latencyCount)\n"
+        out += "atsgate_dns_lookup_duration_seconds_sum \(resolver.latencySum)\n"
+        out += "atsgate_dns_lookup_duration_seconds_count \(resolver.latencyCount)\n"
+        family("atsgate_dns_lookups_in_flight", "gauge", "Lookups waiting for the resolver now.",
+               [("", "\(resolver.inFlight)")])
+        family("atsgate_dns_cache_entries", "gauge", "Answers (per name and address family) the cache holds.",
+               [("", "\(resolver.cacheEntries)")])
+        family("atsgate_blocking_queue_length", "gauge",
+               "Blocking work waiting for a thread, by pool (certificates, probes, passwords).",
+               gauges.blockingQueues.map { (label(["pool": $0.pool]), "\($0.waiting)") })
         family("atsgate_reloads_total", "counter", "Configuration reloads, by result.",
                [(label(["result": "success"]), "\(gauges.reloadsSucceeded)"),
                 (label(["result": "failure"]), "\(gauges.reloadsFailed)")])

@@ -1,35 +1,37 @@
 import ATSPolicy
-import Dispatch
 import EventLoop
-import Glibc
-import POSIX
 
-/// Turns a destination host into addresses without blocking the event loop: IP literals and pinned
-/// names (`--resolve NAME=IP`) answer at once; other names go to getaddrinfo on the blocking pool.
-package final class Resolver: @unchecked Sendable {
+/// One configuration generation's view of names: IP literals and pinned names (`--resolve NAME=IP`)
+/// answer at once; every other name goes to the daemon's one `DNSResolver` (its cache outlives
+/// reloads), AAAA and A asked in parallel.
+package final class Resolver: Sendable {
     private let pinned: [String: [IPAddress]]
-    private let pool = BlockingPool.shared
+    private let engine: DNSResolver
 
-    package init(pinned: [String: [IPAddress]]) {
+    package init(pinned: [String: [IPAddress]], engine: DNSResolver) {
         self.pinned = pinned
+        self.engine = engine
     }
 
-    /// Calls `completion` on `loop` with the addresses (IPv6 and IPv4 as the system orders them), or
-    /// an error message.
-    package func resolve(_ host: Host, on loop: EventLoop,
-                 completion: @escaping (Result<[IPAddress], AddressLookup.Failure>) -> Void) {
+    /// Calls `handler` on `loop`: once for a literal or a pinned name (family nil, every address),
+    /// else once per address family as each answer comes (a cached one at once, on this call).
+    package func resolve(_ host: Host, on loop: EventLoop, _ handler: @escaping (Resolution) -> Void) {
         switch host {
         case .address(let address):
-            completion(.success([address]))
+            handler(Resolution(family: nil, result: .success([address]), source: .literal))
         case .name(let name):
             if let addresses = pinned[name] {
-                completion(.success(addresses))
-                return
+                return handler(Resolution(family: nil, result: .success(addresses), source: .pinned))
             }
-            pool.submit {
-                let result = AddressLookup.resolve(name)
-                loop.execute { completion(result) }
+            for family in AddressFamily.allCases {
+                engine.resolve(name, family, on: loop, handler)
             }
         }
+    }
+
+    /// How many answers `resolve` gives for `host`.
+    package func answerCount(for host: Host) -> Int {
+        if case .name(let name) = host, pinned[name] == nil { return AddressFamily.allCases.count }
+        return 1
     }
 }

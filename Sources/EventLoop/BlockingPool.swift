@@ -1,15 +1,11 @@
 import Foundation
 
-/// A fixed set of threads for the work that blocks: getaddrinfo, certificate evaluations and TLS
-/// probes. A concurrent Dispatch queue would start a thread for every blocked item (libdispatch
-/// over-commits up to its own limit), so a burst of slow lookups could grow the daemon by dozens of
+/// A fixed set of threads for work that blocks (the proxy keeps one per kind of work: BlockingPools).
+/// A concurrent Dispatch queue would start a thread for every blocked item (libdispatch
+/// over-commits up to its own limit), so a burst of slow work could grow the daemon by dozens of
 /// threads; here the burst waits in a FIFO and the thread count stays what it was at start. The event
 /// loops never run this work: it reaches them again only through `EventLoop.execute`.
 package final class BlockingPool: @unchecked Sendable {
-    /// The daemon's one pool. Eight threads: enough for probes of several slow origins at once while
-    /// lookups keep flowing, small beside the loops' own threads.
-    package static let shared = BlockingPool(threads: 8, name: "atsgate.blocking")
-
     private let condition = NSCondition()
     private var pending: [@Sendable () -> Void] = []
     /// Index of the next item in `pending` (items before it have been taken).

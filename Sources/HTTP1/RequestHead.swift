@@ -85,14 +85,27 @@ package struct RequestHead {
     /// (RFC 9112 section 3.2.2: a proxy replaces the client's Host, which the decision did not look
     /// at); hop-by-hop and Proxy-* fields removed; one Content-Length of the agreed value; Via added.
     /// Written as bytes, the forwarded names and values copied from the client's.
-    package func upstreamHead(authority: String) -> [UInt8] {
+    ///
+    /// For a parent proxy (`parentAuthorization` non-nil, empty when it has no credentials): the
+    /// absolute-form target `http://authority/path`, and the parent's own Proxy-Authorization in place
+    /// of the client's, which never goes upstream.
+    package func upstreamHead(authority: String, parentAuthorization: String? = nil) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(length + 64)
         out.append(contentsOf: bytes[..<targetRange.lowerBound]) // the method and its space
+        if parentAuthorization != nil {
+            out.append(contentsOf: "http://".utf8)
+            out.append(contentsOf: authority.utf8)
+        }
         appendOriginForm(to: &out)
         out.append(contentsOf: " HTTP/1.1\r\nHost: ".utf8)
         out.append(contentsOf: authority.utf8)
         out.append(contentsOf: "\r\n".utf8)
+        if let parentAuthorization, !parentAuthorization.isEmpty {
+            out.append(contentsOf: "Proxy-Authorization: ".utf8)
+            out.append(contentsOf: parentAuthorization.utf8)
+            out.append(contentsOf: "\r\n".utf8)
+        }
         bytes.withUnsafeBytes { bytes in
             HeaderFields.appendForwardable(bytes, fields, dropProxyFields: true, contentLength: contentLength, to: &out)
         }

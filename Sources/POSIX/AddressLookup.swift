@@ -25,14 +25,9 @@ public enum AddressLookup {
         var addresses: [IPAddress] = []
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let entry = cursor {
-            if let raw = entry.pointee.ai_addr {
-                var storage = sockaddr_storage()
-                withUnsafeMutableBytes(of: &storage) { target in
-                    target.copyMemory(from: UnsafeRawBufferPointer(start: raw, count: Int(entry.pointee.ai_addrlen)))
-                }
-                if let address = SocketAddress(storage: storage), !addresses.contains(address.ip) {
-                    addresses.append(address.ip)
-                }
+            if let raw = entry.pointee.ai_addr, let address = SocketAddress(raw, length: Int(entry.pointee.ai_addrlen)),
+               !addresses.contains(address.ip) {
+                addresses.append(address.ip)
             }
             cursor = entry.pointee.ai_next
         }

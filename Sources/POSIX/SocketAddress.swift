@@ -57,6 +57,15 @@ public struct SocketAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Reads a sockaddr of `length` bytes a resolver handed over (getaddrinfo's, c-ares').
+    public init?(_ address: UnsafePointer<sockaddr>, length: Int) {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { target in
+            target.copyMemory(from: UnsafeRawBufferPointer(start: address, count: min(length, target.count)))
+        }
+        self.init(storage: storage)
+    }
+
     /// Reads a sockaddr filled in by accept(2) or getsockname(2).
     public init?(storage: sockaddr_storage) {
         var storage = storage

@@ -55,6 +55,15 @@ public enum RouteRule: Sendable, Equatable {
         }
     }
 
+    func matches(user: String?, client: IPAddress, port: Int, product: String?) -> Bool {
+        switch self {
+        case .user(let name): user == name
+        case .client(let network): network.contains(client)
+        case .port(let listening): listening == port
+        case .agent(let name): product == name
+        }
+    }
+
     package var kind: RouteKind {
         switch self {
         case .user: .user
@@ -65,47 +74,88 @@ public enum RouteRule: Sendable, Equatable {
     }
 }
 
-/// A rule and the index (in `ProxyConfiguration.apps`) of the policy it selects, with what else the
-/// route carries (its own destination rules).
+/// A rule, the index (in `ProxyConfiguration.apps`) of the policy it selects, and what else the route
+/// carries: its own destination rules and the way out it names (`parent=URL` or `direct`). A route
+/// may name a way out without a policy: the first matching route with a policy chooses the policy
+/// (and its destination rules apply), the first matching route with a way out chooses the way out.
 public struct Route: Sendable {
     public var rule: RouteRule
-    public var app: Int
+    public var app: Int?
+    /// nil: the daemon's `--parent` list (and `--parent-bypass`) decide.
+    public var egress: Egress?
     /// `allow-dest=` and `deny-dest=` options: added to the global `--allow-dest`/`--deny-dest` for
     /// the requests this route selects.
     public var destinations: DestinationRules
     /// The route as given (`client:198.18.0.0/15=com.example.lab`), for messages.
     public var name: String
 
-    public init(rule: RouteRule, app: Int, destinations: DestinationRules = DestinationRules(), name: String = "") {
+    public init(rule: RouteRule, app: Int?, egress: Egress? = nil, destinations: DestinationRules = DestinationRules(),
+                name: String = "") {
         self.rule = rule
         self.app = app
+        self.egress = egress
         self.destinations = destinations
         self.name = name
     }
 
     /// One `--route` value read: `RULE=ID`, then options after commas
-    /// (`client:198.18.0.0/15=com.example.lab,allow-dest=10.9.0.0/16,deny-dest=.corp.example`).
+    /// (`client:198.18.0.0/15=com.example.lab,allow-dest=10.9.0.0/16,deny-dest=.corp.example,direct`),
+    /// or a way out alone (`RULE=direct`, `RULE=parent=URL`).
     public struct Text: Sendable {
         public var rule: RouteRule
-        public var id: String
+        /// nil: the route names a way out only.
+        public var id: String?
         public var destinations = DestinationRules()
+        public var egress: Egress?
         /// `RULE=ID` without the options.
         public var name: String
     }
 
-    /// Parses a `--route` value; the error says what is wrong with it.
+    /// Parses a `--route` value; the error says what is wrong with it. `parent=URL` takes the rest of
+    /// the value (a password may hold commas), so it comes last.
     public static func parse(_ text: String) -> Result<Text, RouteError> {
-        var parts = text.split(separator: ",", omittingEmptySubsequences: false)[...]
-        let head = parts.removeFirst()
-        guard let equals = head.lastIndex(of: "="), let rule = RouteRule(parsing: head[..<equals]) else {
-            return .failure(RouteError(route: text, problem: "expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID"))
+        let expected = "expected user:NAME, client:CIDR, port:N or agent:NAME, then =ID, =ID,parent=URL, "
+            + "=ID,direct, =parent=URL or =direct"
+        guard let equals = text.firstIndex(of: "="), let rule = RouteRule(parsing: text[..<equals]) else {
+            return .failure(RouteError(route: text, problem: expected))
         }
-        var parsed = Text(rule: rule, id: String(head[head.index(after: equals)...]), name: String(head))
-        for option in parts {
+        let rest = text[text.index(after: equals)...]
+        func parent(_ url: Substring) -> Result<Egress, RouteError> {
+            do {
+                return .success(.parent(try ParentProxy(url: String(url))))
+            } catch {
+                return .failure(RouteError(route: text, problem: "parent=\(url): \(error.description)"))
+            }
+        }
+        // A way out alone: the policy is chosen as if the route were not there.
+        if rest.hasPrefix("parent=") {
+            return parent(rest.dropFirst("parent=".count)).map { Text(rule: rule, id: nil, egress: $0, name: text) }
+        }
+        if rest == "direct" { return .success(Text(rule: rule, id: nil, egress: .direct, name: text)) }
+        var options = rest[...]
+        let id = options.prefix { $0 != "," }
+        guard !id.isEmpty else { return .failure(RouteError(route: text, problem: expected)) }
+        var parsed = Text(rule: rule, id: String(id), name: String(text[..<id.endIndex]))
+        options = options[id.endIndex...]
+        while options.first == "," {
+            options = options.dropFirst()
+            if options.hasPrefix("parent=") {
+                switch parent(options.dropFirst("parent=".count)) {
+                case .success(let egress): parsed.egress = egress
+                case .failure(let error): return .failure(error)
+                }
+                break
+            }
+            let option = options.prefix { $0 != "," }
+            options = options[option.endIndex...]
+            if option == "direct" {
+                parsed.egress = .direct
+                continue
+            }
             let (key, value) = option.firstIndex(of: "=").map { (option[..<$0], option[option.index(after: $0)...]) }
                 ?? (option, "")
             guard key == "allow-dest" || key == "deny-dest" else {
-                return .failure(RouteError(route: text, problem: "unknown option '\(key)' (expected allow-dest=, deny-dest=)"))
+                return .failure(RouteError(route: text, problem: "unknown option '\(key)' (expected allow-dest=, deny-dest=, direct or parent=)"))
             }
             guard let pattern = DestinationPattern(parsing: value) else {
                 return .failure(RouteError(route: text, problem: "\(key)=\(value): expected a CIDR, an address, a NAME or a .SUFFIX"))
@@ -167,24 +217,25 @@ package struct AppRouter: Sendable {
         return (chosen.app, chosen.kind)
     }
 
-    /// `select`, with the index in `routes` of the explicit route that matched (nil for automatic
-    /// and unrouted requests): what else the route carries applies to the request.
+    /// `select`, with the index in `routes` of the explicit route that chose the policy (nil for
+    /// automatic and unrouted requests): what else that route carries applies to the request.
     package func choose(user: String?, client: IPAddress, port: Int, product: String?) -> (app: Int?, kind: RouteKind, route: Int?) {
         for (index, route) in routes.enumerated() {
-            let matches: Bool
-            switch route.rule {
-            case .user(let name): matches = user == name
-            case .client(let network): matches = network.contains(client)
-            case .port(let listening): matches = listening == port
-            case .agent(let name): matches = product == name
+            if let app = route.app, route.rule.matches(user: user, client: client, port: port, product: product) {
+                return (app, route.rule.kind, index)
             }
-            if matches { return (route.app, route.rule.kind, index) }
         }
         if let product, let app = byProduct[product] { return (app, .agentAuto, nil) }
         switch unrouted {
         case .app(let index): return (index, .default, nil)
         case .block: return (nil, .default, nil)
         }
+    }
+
+    /// The way out the first matching route names; nil when none does (then `--parent` decides).
+    package func egress(user: String?, client: IPAddress, port: Int, product: String?) -> Egress? {
+        routes.first { $0.egress != nil && $0.rule.matches(user: user, client: client, port: port, product: product) }?
+            .egress
     }
 
     /// The first product name of a User-Agent (`Lab%20App/1.0 CFNetwork/1490 Darwin/23.0.0` is

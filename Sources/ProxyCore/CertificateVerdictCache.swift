@@ -69,8 +69,6 @@ package final class CertificateVerdictCache: Sendable {
     private let state = Mutex(State())
     private let capacity: Int
     private let timeToLive: Double
-    /// Probes block on network I/O: they run on the blocking pool, never on a loop.
-    private let work = BlockingPool.shared
 
     /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
     /// trust store or the pins may have changed).
@@ -93,8 +91,9 @@ package final class CertificateVerdictCache: Sendable {
         return found
     }
 
-    /// Computes the verdict off the loops (once per key at a time) and calls `completion` on `queue`.
-    func compute(_ key: Key, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
+    /// Computes the verdict on `pool`, off the loops (once per key at a time), and calls `completion`
+    /// on `loop`.
+    func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
                  completion: @escaping (ServerJudgement) -> Void) {
         nonisolated(unsafe) let completion = completion
         shared.verdictMisses.add(1, ordering: .relaxed)
@@ -104,7 +103,7 @@ package final class CertificateVerdictCache: Sendable {
             return isFirst
         }
         guard first else { return }
-        work.submit { [self] in
+        pool.submit { [self] in
             let judgement = compute()
             let time = monotonic()
             let waiters = state.withLock { state -> [(EventLoop, (ServerJudgement) -> Void)] in

@@ -52,6 +52,16 @@ package struct LogRecord {
     /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
     /// when there was one).
     var clientTLS = false
+    /// How long this request waited for the origin's name, when the resolver was asked (`dns_ms`; a
+    /// lookup already in flight is shared, the wait is the request's own); whether the
+    /// addresses came without a lookup (`dns_cached`: an IP literal, a pinned or cached name); nil
+    /// both when nothing was resolved here (a block before, or a parent that resolves).
+    var dnsMilliseconds: Double?
+    var dnsCached: Bool?
+    /// An expired answer was served because the resolver failed (RFC 8767).
+    var dnsStale = false
+    /// `HOST:PORT` of the parent proxy the request went through.
+    var parent: String?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -89,6 +99,10 @@ package struct LogRecord {
         fields.string("route", route?.rawValue)
         fields.string("user_agent", userAgent)
         fields.string("proxy_user", proxyUser)
+        if let dnsMilliseconds { fields.milliseconds("dns_ms", dnsMilliseconds) } else { fields.string("dns_ms", nil) }
+        fields.bool("dns_cached", dnsCached)
+        fields.string("parent", parent)
+        if dnsStale { fields.bool("dns_stale", true) }
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
         if let keyExchange {
@@ -122,7 +136,9 @@ package struct LogRecord {
         if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
         if let app { line += " app=\(app)" }
-        line += " \(method) \(target) \(verdict.uppercased())"
+        line += " \(method) \(target)"
+        if let parent { line += " via \(parent)" }
+        line += " \(verdict.uppercased())"
         if let code { line += " \(code)" }
         if !enforced { line += " (report only)" }
         if let tlsVersion { line += " \(tlsVersion)" }

@@ -18,6 +18,17 @@ package struct LoopMetrics {
     /// Keyed by reason and the rule that decided ("" when none did, e.g. an origin's own alert).
     package var handshakeFailures: [HandshakeKey: Int] = [:]
 
+    /// Connections to origins (or through parents) by the parent used ("" for direct) and how they
+    /// came out ("connected", or the reason that ended them: a dns-, upstream- or parent- code).
+    package var upstream: [UpstreamKey: Int] = [:]
+
+    package struct UpstreamKey: Hashable, Comparable {
+        package var parent: String
+        package var result: String
+
+        package static func < (lhs: UpstreamKey, rhs: UpstreamKey) -> Bool { (lhs.parent, lhs.result) < (rhs.parent, rhs.result) }
+    }
+
     package struct HandshakeKey: Hashable, Comparable {
         package var reason: String
         package var rule: String
@@ -60,6 +71,11 @@ package struct LoopMetrics {
         if record.reason?.isHandshakeFailure == true {
             handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
         }
+        if record.upstreamIP != nil {
+            upstream[UpstreamKey(parent: record.parent ?? "", result: "connected"), default: 0] += 1
+        } else if record.reason?.isUpstreamFailure == true {
+            upstream[UpstreamKey(parent: record.parent ?? "", result: reason), default: 0] += 1
+        }
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -69,6 +85,7 @@ package struct LoopMetrics {
         bytesDown += other.bytesDown
         handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
         keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
+        upstream.merge(other.upstream, uniquingKeysWith: +)
     }
 }
 
@@ -85,4 +102,25 @@ package struct ServerGauges {
     /// The decision log's buffer and losses (defaults: a log that never filled).
     package var log = LogState(bufferedBytes: 0, capacity: LogSink.defaultCapacity, overflow: .drop, droppedTotal: 0,
                                cause: "", failure: nil, paused: false, pauses: 0, output: "standard output")
+    /// The resolver's counters.
+    package var resolver = ResolverGauges()
+    /// Every parent the configuration names (`--parent` and routes'), and whether it is up (not
+    /// passed over after a failure).
+    package var parents: [(parent: String, up: Bool)] = []
+    /// Work waiting for each blocking pool (certificates, probes, passwords).
+    package var blockingQueues: [(pool: String, waiting: Int)] = []
+}
+
+/// The resolver's counters for /metrics, in ProxyCore's words (the Admin target sees no DNS types).
+package struct ResolverGauges {
+    /// Lookups sent to the resolver (per name and address family), by result.
+    package var lookups: [(result: String, count: Int)] = []
+    /// Cache answers per name and address family: hit, negative, stale (served on a failure), miss.
+    package var cache: [(result: String, count: Int)] = []
+    /// The lookup latency histogram: (upper bound in seconds, cumulative count), then sum and count.
+    package var latency: [(bound: Double, count: Int)] = []
+    package var latencySum = 0.0
+    package var latencyCount = 0
+    package var inFlight = 0
+    package var cacheEntries = 0
 }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DNS
 import ProxyAccess
 import TLSClient
 import POSIX
@@ -79,6 +80,15 @@ public struct ProxyConfiguration: Sendable {
     public var upgradePorts: [Int: Int] = [80: 443]
     /// Serial queues of the event loop; one per core by default.
     public var loopCount = 0
+    /// The resolver (`--dns-timeout`, `--dns-min-ttl`, `--dns-max-ttl`, `--dns-negative-ttl`,
+    /// `--dns-stale`, `--dns-server`).
+    package var dns = ResolverSettings()
+    /// `--parent`: parent proxies, tried in order; empty: every origin is reached directly.
+    public var parents: [ParentProxy] = []
+    /// `--parent-bypass`: destinations that never go through a parent.
+    public var parentBypass: [ParentBypass] = []
+    /// Seconds a parent that failed is passed over (tried again sooner only when every parent failed).
+    public var parentRetry = 30.0
 
     public init() {}
 }

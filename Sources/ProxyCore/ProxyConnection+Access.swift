@@ -83,7 +83,7 @@ extension ProxyConnection {
         enterAuthenticating(head)
         let loop = self.loop
         let check = {
-            BlockingPool.shared.submit {
+            BlockingPools.passwords.submit {
                 let valid = authenticator.file.verify(user: credentials.user, password: credentials.password)
                 loop.execute { [self] in
                     authenticated(head, user: credentials.user, token: credentials.token, valid: valid, authenticator)

@@ -3,6 +3,7 @@ import EventLoop
 import Glibc
 import HTTP1
 import POSIX
+import ProxyAccess
 
 /// Absolute-form requests: block, redirect, or forward with client keep-alive and pooled origins.
 extension ProxyConnection {
@@ -80,9 +81,15 @@ extension ProxyConnection {
 
     static let bufferLimit = 256 * 1024
 
+    /// The parent that forwarded requests go to in absolute form (an upgrade's TLS runs inside a
+    /// CONNECT through it instead, and speaks to the origin).
+    var absoluteFormParent: ParentProxy? { upstreamTLS == nil ? parent : nil }
+
     func startExchange(_ head: RequestHead, destination: Destination) {
         guard let upstream else { return close() }
-        let rewritten = head.upstreamHead(authority: hostForURL(destination) + portSuffix(destination.port, default: 80))
+        // Through a parent: absolute-form, with the parent's credentials (or none) in place of the client's.
+        let rewritten = head.upstreamHead(authority: hostForURL(destination) + portSuffix(destination.port, default: 80),
+                                          parentAuthorization: absoluteFormParent.map { $0.authorization ?? "" })
         let exchange = Exchange(request: head, destination: destination, head: rewritten)
         enterExchanging(exchange)
         if !takeRequestBody(from: &inbound, exchange) { return }
@@ -184,6 +191,13 @@ extension ProxyConnection {
                 if exchange.upstreamEnded { return exchangeFailed("the origin closed without a response") }
                 return
             case .success(let head?):
+                if head.status == 407, let parent = absoluteFormParent {
+                    // The parent's own challenge: the client's credentials are never the parent's.
+                    let credentials = parent.user.map { "refused the credentials of user '\($0)'" }
+                        ?? "wants credentials (give them in --parent http://USER:PASSWORD@HOST:PORT)"
+                    return exchangeFailed("the parent proxy \(parent) \(credentials): \(Self.statusLine(head))",
+                                          reason: .parentAuth)
+                }
                 if head.status == 101 {
                     // The proxy never forwards Upgrade, so an origin has nothing to switch to.
                     return exchangeFailed("the origin switched protocols (101) though no upgrade was asked for")
@@ -274,7 +288,7 @@ extension ProxyConnection {
         log()
         if exchange.reusable, !exchange.upstreamEnded, exchange.body.isComplete, upstreamTLS == nil, let upstream,
            let upstreamAddress {
-            pool.park(upstream, address: upstreamAddress)
+            pool.park(upstream, address: upstreamAddress, viaParent: parent != nil)
         } else {
             upstreamTLS?.shutdown()
             upstream?.close()
@@ -291,7 +305,7 @@ extension ProxyConnection {
 
     /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else the client
     /// is reset (what it has is not a whole response).
-    func exchangeFailed(_ message: String) {
+    func exchangeFailed(_ message: String, reason: Reason = .upstreamProtocol) {
         guard case .exchanging(let failed) = state else { return }
         let started = failed.answered
         upstreamTLS = nil
@@ -303,6 +317,14 @@ extension ProxyConnection {
             return openUpstream(failed.destination, then: .forward(failed.request))
         }
         if started { client.abort() }
-        enforce(.fail(.upstreamProtocol, status: 502, message: message), started ? .cut : .close)
+        // Through a parent, what comes back is the parent's HTTP (it answers an origin's garbage with
+        // an error of its own): garbage here is the parent's.
+        if let parent = absoluteFormParent, reason == .upstreamProtocol {
+            context.shared.parentHealth.markDown(parent)
+            enforce(.fail(.parentProtocol, status: 502, message: "the parent proxy \(parent): \(message)"),
+                    started ? .cut : .close)
+            return
+        }
+        enforce(.fail(reason, status: 502, message: message), started ? .cut : .close)
     }
 }

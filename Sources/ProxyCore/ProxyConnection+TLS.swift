@@ -128,8 +128,11 @@ extension ProxyConnection {
         let judge = context.judge
         let key: CertificateVerdictCache.Key
         let compute: @Sendable () -> ServerJudgement
+        // A chain is CPU work; a probe is a handshake of our own that waits on the network.
+        let pool: BlockingPool
         switch judgement {
         case .chain(let chain, let scts):
+            pool = BlockingPools.certificates
             key = CertificateVerdictCache.Key(host: host, address: nil, requirements: policy.requirements,
                                               pin: policy.pin, chain: chain, scts: scts)
             compute = {
@@ -137,12 +140,15 @@ extension ProxyConnection {
             }
         case .probe(let serverName):
             guard let address = upstreamAddress else { return }
+            pool = BlockingPools.probes
             key = CertificateVerdictCache.Key(host: serverName ?? host, address: address,
                                               requirements: policy.requirements, pin: policy.pin, chain: [])
             let timeout = context.configuration.connectTimeout
+            let port = policy.destination.port
+            let tunnel = probeTunnel
             compute = {
-                judge.probe(address: address, serverName: serverName, host: host, requirements: policy.requirements,
-                            pin: policy.pin, timeout: timeout)
+                judge.probe(address: address, port: port, tunnel: tunnel, serverName: serverName, host: host,
+                            requirements: policy.requirements, pin: policy.pin, timeout: timeout)
             }
         }
         let cache = context.verdicts
@@ -153,7 +159,7 @@ extension ProxyConnection {
         judgementPending = true
         // Held until the verdict (bounded by the probe's timeout), so that a tunnel that ends first
         // still gets its record completed with the certificate's findings.
-        cache.compute(key, compute: compute, on: loop) { [self] judgement in
+        cache.compute(key, on: pool, compute: compute, on: loop) { [self] judgement in
             judgementPending = false
             if let record = deferredRecord.first {
                 deferredRecord = []

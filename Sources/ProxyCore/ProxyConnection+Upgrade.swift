@@ -99,13 +99,14 @@ extension ProxyConnection {
         guard let address = upstreamAddress, let store = context.judge.store else {
             return upgradeFailed(reason: "upstream-tls", message: "TLS to \(secure.host):\(secure.port) failed: \(problem)")
         }
-        let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description])
+        let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description],
+                                 tunnel: probeTunnel)
         let requirements = upgrade.decision.requirements
         let timeout = context.configuration.handshakeTimeout
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
         let transparency = context.judge.transparency
-        BlockingPool.shared.submit {
+        BlockingPools.probes.submit {
             let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
                 .probe(target, requirements: requirements)
             let reason = result.failure?.blockReason?.rawValue ?? "upstream-tls"
@@ -125,6 +126,12 @@ extension ProxyConnection {
         upstream?.close()
         upstream = nil
         enforce(.fail(Reason(rawValue: reason) ?? .upstreamTLS, status: status, message: message))
+    }
+
+    /// A probe's way to the origin when the connection goes through a parent proxy.
+    var probeTunnel: ProbeTunnel? {
+        guard let parent, let address = upstreamAddress else { return nil }
+        return ProbeTunnel(proxy: address, authorization: parent.authorization)
     }
 
     // MARK: upstream I/O, plain or TLS

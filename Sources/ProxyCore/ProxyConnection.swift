@@ -1,5 +1,6 @@
 import ATSPolicy
 import Dispatch
+import DNS
 import EventLoop
 import Glibc
 import HTTP1
@@ -24,6 +25,8 @@ package final class ProxyConnection {
     ///   | connecting (a tunnel, a forward, an upgrade)
     /// - authenticating -> answering (a 407, a verdict) | connecting
     /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
+    ///   | parentHandshake (a tunnel or an upgrade through a parent proxy)
+    /// - parentHandshake -> answering (the parent's refusal, the CONNECT 200) | upgrading
     /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200) | closed
     /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying (anything else) | closed
     /// - inspecting -> relaying (released) | closed (refused, ended)
@@ -39,8 +42,10 @@ package final class ProxyConnection {
         case readingHead
         /// The request's credentials are being checked on the blocking pool (a slow hash).
         indirect case authenticating(RequestHead)
-        /// Resolving and connecting to the origin; then what `next` says.
-        indirect case connecting(Destination, next: AfterConnect)
+        /// Resolving and connecting to the origin or a parent proxy; then what the attempt's `next` says.
+        case connecting(UpstreamAttempt)
+        /// Asking the parent proxy to CONNECT to the origin.
+        case parentHandshake(ParentHandshake)
         /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
         indirect case answering(next: AfterAnswer)
         /// A tunnel is open: its first client bytes tell TLS from cleartext.
@@ -104,6 +109,8 @@ package final class ProxyConnection {
     /// connection earns one retry on a fresh one).
     var upstreamAddress: SocketAddress?
     var upstreamFromPool = false
+    /// The parent proxy `upstream` goes through (nil: straight to the origin).
+    var parent: ParentProxy?
     /// Last bytes moved, on the monotonic clock (idle timeouts).
     var lastActivity = 0.0
     var record: LogRecord
@@ -155,8 +162,13 @@ package final class ProxyConnection {
         bindHandlers()
     }
 
-    func enterConnecting(_ destination: Destination, next: AfterConnect) {
-        state = .connecting(destination, next: next)
+    func enterConnecting(_ attempt: UpstreamAttempt) {
+        state = .connecting(attempt)
+        bindHandlers()
+    }
+
+    func enterParentHandshake(_ handshake: ParentHandshake) {
+        state = .parentHandshake(handshake)
         bindHandlers()
     }
 
@@ -224,6 +236,11 @@ package final class ProxyConnection {
             // the next phase turns it back on.
             client.onReadable { [client] in client.wantRead(false) }
             client.onWritable {}
+        case .parentHandshake:
+            client.onReadable { [client] in client.wantRead(false) }
+            client.onWritable {}
+            upstream?.onReadable { [self] in parentHandshakeRead() }
+            upstream?.onWritable { [self] in parentHandshakeWrite() }
         case .answering:
             client.onReadable { [client] in client.wantRead(false) }
             client.onWritable { [self] in flushAnswer() }
@@ -412,83 +429,224 @@ package final class ProxyConnection {
 
     // MARK: upstream
 
-    /// Resolves and connects (or takes a pooled connection when `pooled`), then goes on as `next` says.
-    func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
-        enterConnecting(destination, next: next)
-        upstreamFromPool = false
-        arm(after: context.configuration.connectTimeout) { [self] in
-            upstream?.close()
-            upstream = nil
-            enforce(.fail(.upstreamTimeout, status: 504,
-                          message: "connecting to \(destination.host):\(destination.port) timed out"))
+    /// A connection to the origin while it is being made: where to, what follows, the parent proxies
+    /// still to try, the race of addresses, and what the lookups said. A class held by the
+    /// `connecting` state (and the parent's handshake): callbacks that outlive it check it is current.
+    final class UpstreamAttempt {
+        let destination: Destination
+        let next: AfterConnect
+        /// A forwarded request may reuse an idle pooled connection.
+        let pooled: Bool
+        /// Parents still to try, in order, and the one being tried; none: straight to the origin.
+        var parents: ArraySlice<ParentProxy>
+        var parent: ParentProxy?
+        var eyeballs: HappyEyeballs?
+        /// The families whose names gave no address, and why.
+        var lookupFailures: [LookupFailure] = []
+        /// Every address a family gave was refused by the destination ACL: the answer, when no
+        /// other family leaves an address to try.
+        var denial: Verdict?
+        /// Why the parents tried so far failed, for the message when none is left.
+        var parentProblems: [String] = []
+        var connectTimerArmed = false
+        /// When the name was asked for (CLOCK_MONOTONIC seconds): `dns_ms` is this request's own wait,
+        /// also when it joined a lookup already in flight.
+        var resolutionStarted = 0.0
+
+        init(destination: Destination, next: AfterConnect, pooled: Bool, parents: [ParentProxy]) {
+            self.destination = destination
+            self.next = next
+            self.pooled = pooled
+            self.parents = parents[...]
         }
-        context.resolver.resolve(destination.host, on: loop) { [self] result in
-            guard case .connecting = state else { return }
-            switch result {
-            case .failure(let error):
-                enforce(.fail(.upstreamDNS, status: 502, message: error.message))
-            case .success(let resolved):
-                let addresses: [IPAddress]
-                switch permittedAddresses(resolved, for: destination) {
-                case .allowed(let permitted): addresses = permitted
-                case .denied(let verdict): return respond(verdict)
-                }
-                let candidates = addresses.map { SocketAddress(ip: $0, port: destination.port) }
-                if pooled {
-                    for address in candidates {
-                        guard let channel = pool.take(address) else { continue }
-                        upstream = channel
-                        upstreamFromPool = true
-                        return connected(to: address)
+    }
+
+    /// Connects to the origin, directly (its name resolved here, its addresses raced by Happy
+    /// Eyeballs) or through the parent proxies the request's route and `--parent` name (the origin's
+    /// name is then the parent's to resolve); a forward may take a pooled connection. Then `next`.
+    func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
+        let parents = context.parents.parents(for: destination, route: routeEgress())
+        let attempt = UpstreamAttempt(destination: destination, next: next, pooled: pooled, parents: parents)
+        enterConnecting(attempt)
+        upstreamFromPool = false
+        parent = nil
+        record.parent = nil
+        if parents.isEmpty {
+            connect(attempt, to: destination.host, port: destination.port)
+        } else if let refused = destinationRefusedThroughParent(destination) {
+            respond(refused) // the parent resolves: the name or literal as the client gave it is checked
+        } else {
+            connectNextParent(attempt)
+        }
+    }
+
+    /// The way out a route names for this request (`parent=URL`, `direct`); nil when no route does.
+    private func routeEgress() -> Egress? {
+        let router = context.router
+        guard router.routes.contains(where: { $0.egress != nil }) else { return nil }
+        return router.egress(user: proxyUser, client: clientAddress.ip, port: localPort,
+                             product: AppRouter.product(ofUserAgent: record.userAgent))
+    }
+
+    /// Resolves `host` and races its addresses: the origin's, or the current parent's.
+    private func connect(_ attempt: UpstreamAttempt, to host: Host, port: Int) {
+        let viaParent = attempt.parent
+        let eyeballs = HappyEyeballs(loop: loop, answers: context.resolver.answerCount(for: host)) { [self] outcome in
+            raced(outcome, attempt)
+        }
+        attempt.eyeballs = eyeballs
+        attempt.lookupFailures = []
+        attempt.denial = nil
+        attempt.connectTimerArmed = false
+        attempt.resolutionStarted = monotonic()
+        // The resolver answers by --dns-timeout; the connect timeout starts with the first attempt.
+        arm(after: context.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
+        context.resolver.resolve(host, on: loop) { [self] resolution in
+            guard case .connecting(let current) = state, current === attempt, attempt.eyeballs === eyeballs else { return }
+            if viaParent == nil { note(resolution, attempt) }
+            switch resolution.result {
+            case .failure(let failure):
+                attempt.lookupFailures.append(failure)
+                eyeballs.familyFailed()
+            case .success(var addresses):
+                // The one place where resolved addresses become connection candidates: the
+                // destination ACL filters the origin's here (`permittedAddresses`), and Happy Eyeballs
+                // races what is left. A parent's own addresses are the operator's choice and skip it;
+                // through a parent, the origin's name is never resolved here (openUpstream checks it).
+                if viaParent == nil {
+                    switch permittedAddresses(addresses, for: attempt.destination) {
+                    case .allowed(let permitted):
+                        addresses = permitted
+                    case .denied(let verdict):
+                        attempt.denial = verdict
+                        return eyeballs.familyFailed()
                     }
                 }
-                connect(candidates[...], lastError: nil)
+                let candidates = addresses.map { SocketAddress(ip: $0, port: port) }
+                if attempt.pooled, takePooled(candidates, attempt) { return }
+                if !attempt.connectTimerArmed, !candidates.isEmpty {
+                    attempt.connectTimerArmed = true
+                    arm(after: context.configuration.connectTimeout) { [self] in upstreamTimedOut(attempt) }
+                }
+                eyeballs.add(candidates, family: resolution.family)
             }
         }
     }
 
-    /// Tries each address in turn (IPv6 and IPv4 as resolved).
-    private func connect(_ addresses: ArraySlice<SocketAddress>, lastError: SystemError?) {
-        guard case .connecting = state else { return }
-        guard let address = addresses.first else {
-            let detail = lastError.map { $0.description } ?? "no address"
-            return respond(.fail(.upstreamRefused, status: 502, message: "cannot connect: \(detail)"))
+    /// The record's `dns_ms`, `dns_cached` and `dns_stale` from one answer for the origin's name.
+    private func note(_ resolution: Resolution, _ attempt: UpstreamAttempt) {
+        if resolution.lookupMilliseconds != nil {
+            let waited = (monotonic() - attempt.resolutionStarted) * 1000
+            record.dnsMilliseconds = max(record.dnsMilliseconds ?? 0, waited)
+            record.dnsCached = false
+        } else if record.dnsCached == nil {
+            record.dnsCached = true
         }
-        let fd: Int32
-        do {
-            fd = try Socket.startConnect(to: address)
-        } catch {
-            return connect(addresses.dropFirst(), lastError: error)
-        }
-        let channel = Channel(fd: fd, poller: loop.poller)
-        upstream = channel
-        let completed: (Int32) -> Void = { [self] code in
-            if code != 0 {
-                channel.close()
-                upstream = nil
-                return connect(addresses.dropFirst(), lastError: SystemError(call: "connect \(address)", code: code))
-            }
-            connected(to: address)
-        }
-        // Often done already (see connectProgress): check once before waiting for writability.
-        switch Socket.connectProgress(fd, to: address) {
-        case .connected: return completed(0)
-        case .failed(let code): return completed(code)
-        case .inProgress: break
-        }
-        channel.onWritable { [channel] in
-            channel.wantWrite(false)
-            completed(Socket.connectResult(fd))
-        }
-        channel.wantWrite(true)
+        if resolution.isStale { record.dnsStale = true }
     }
 
-    private func connected(to address: SocketAddress) {
-        guard case .connecting(let destination, let next) = state else { return }
+    /// An idle pooled connection to one of `candidates`, taken instead of a new one.
+    private func takePooled(_ candidates: [SocketAddress], _ attempt: UpstreamAttempt) -> Bool {
+        let viaParent = attempt.parent != nil
+        for address in candidates {
+            guard let channel = pool.take(address, viaParent: viaParent) else { continue }
+            attempt.eyeballs?.cancel()
+            upstream = channel
+            upstreamFromPool = true
+            connected(to: address, attempt)
+            return true
+        }
+        return false
+    }
+
+    private func raced(_ outcome: HappyEyeballs.Outcome, _ attempt: UpstreamAttempt) {
+        guard case .connecting(let current) = state, current === attempt else {
+            if case .connected(let channel, _) = outcome { channel.close() }
+            return
+        }
+        let attempted = attempt.eyeballs?.attempted ?? 0
+        switch outcome {
+        case .connected(let channel, let address):
+            upstream = channel
+            if attempt.parent != nil, case .forward = attempt.next {
+                connected(to: address, attempt) // absolute-form requests go straight to the parent
+            } else if let parent = attempt.parent {
+                startParentHandshake(attempt, parent: parent, address: address)
+            } else {
+                connected(to: address, attempt)
+            }
+        case .failed(let problem):
+            let destination = attempt.destination
+            if let parent = attempt.parent {
+                let why = attempted == 0 && !attempt.lookupFailures.isEmpty
+                    ? "cannot resolve it: " + attempt.lookupFailures.map(\.message).joined(separator: "; ")
+                    : "cannot connect: \(problem)"
+                return parentFailed(attempt, parent, why)
+            }
+            // Nothing tried: a refusal says most (a name of the host's own may also lack an IPv6
+            // address), then why the name gave no address.
+            if attempted == 0, let denial = attempt.denial { return respond(denial) }
+            if attempted == 0, !attempt.lookupFailures.isEmpty {
+                return respond(lookupVerdict(attempt.lookupFailures, host: destination.host))
+            }
+            respond(.fail(.upstreamRefused, status: 502, message: "cannot connect to \(destination.host):\(destination.port): \(problem)"))
+        }
+    }
+
+    /// Why a name gave no address at all, as the reason that says most: a resolver that did not
+    /// answer, then one that failed, then the name's absence (NXDOMAIN, or NODATA for every family).
+    private func lookupVerdict(_ failures: [LookupFailure], host: Host) -> Verdict {
+        let message = "cannot resolve \(host): " + failures.map(\.message).joined(separator: "; ")
+        if failures.contains(where: { $0.kind == .timeout }) { return .fail(.dnsTimeout, status: 504, message: message) }
+        if failures.contains(where: { $0.kind == .failure }) { return .fail(.dnsFailure, status: 502, message: message) }
+        return .fail(.dnsNXDomain, status: 502, message: message)
+    }
+
+    private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
+        guard case .connecting(let current) = state, current === attempt else { return }
+        attempt.eyeballs?.cancel()
+        let seconds = Int(context.configuration.connectTimeout)
+        if let parent = attempt.parent {
+            return parentFailed(attempt, parent, "connecting timed out after \(seconds) s")
+        }
+        let destination = attempt.destination
+        enforce(.fail(.upstreamTimeout, status: 504,
+                      message: "connecting to \(destination.host):\(destination.port) timed out after \(seconds) s"))
+    }
+
+    // MARK: parent proxies
+
+    /// The next parent in order, or 502 `parent-unreachable` naming why each one failed.
+    private func connectNextParent(_ attempt: UpstreamAttempt) {
+        guard let parent = attempt.parents.popFirst() else {
+            let destination = attempt.destination
+            return respond(.fail(.parentUnreachable, status: 502,
+                                 message: "no parent proxy could reach \(destination.host):\(destination.port): "
+                                     + attempt.parentProblems.joined(separator: "; ")))
+        }
+        attempt.parent = parent
+        record.parent = parent.description
+        connect(attempt, to: parent.host, port: parent.port)
+    }
+
+    /// A parent that could not be reached is passed over for a while; the next one is tried.
+    private func parentFailed(_ attempt: UpstreamAttempt, _ parent: ParentProxy, _ problem: String) {
+        context.shared.parentHealth.markDown(parent)
+        attempt.parentProblems.append("parent \(parent): \(problem)")
+        upstream?.close()
+        upstream = nil
+        connectNextParent(attempt)
+    }
+
+    /// Connected to the origin (or through the parent to it): on to what the attempt's `next` says.
+    func connected(to address: SocketAddress, _ attempt: UpstreamAttempt) {
         disarm()
         upstreamAddress = address
         record.upstreamIP = address.ip
-        switch next {
+        parent = attempt.parent
+        if let parent = attempt.parent { context.shared.parentHealth.markUp(parent) }
+        let destination = attempt.destination
+        switch attempt.next {
         case .tunnel(let loadContext):
             send(Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8), then: .tunnel(destination, loadContext))
         case .forward(let head):

@@ -27,6 +27,8 @@ package final class ProxyContext: Sendable {
     /// The destination ACL: [0] for requests no explicit route chose, [i + 1] for those of route i
     /// (the global rules with the route's own added).
     let destinationACLs: [DestinationACL]
+    /// Which parents (if any) a request goes through.
+    let parents: ParentRouting
 
     init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
         self.configuration = configuration
@@ -44,7 +46,11 @@ package final class ProxyContext: Sendable {
                 DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
             }
         log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
-        resolver = Resolver(pinned: configuration.resolve)
+        resolver = Resolver(pinned: configuration.resolve, engine: shared.dns)
+        shared.dns.configure(configuration.dns)
+        shared.parentHealth.setRetry(seconds: configuration.parentRetry)
+        parents = ParentRouting(parents: configuration.parents, bypass: configuration.parentBypass,
+                                health: shared.parentHealth)
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)
@@ -90,6 +96,10 @@ package final class ServerShared: Sendable {
     /// Failed logins per client address (proxy and admin): kept across reloads, or a reload would
     /// hand a guesser a fresh allowance.
     let loginThrottle = LoginThrottle()
+    /// The resolver: its cache outlives reloads, each generation configures it.
+    let dns = DNSResolver()
+    /// Parents that failed lately, passed over for a while.
+    let parentHealth = ParentHealth()
     let sink: LogSink
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?

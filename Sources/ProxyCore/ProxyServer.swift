@@ -297,7 +297,7 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// The server-wide values of /metrics, as they are now.
     package var gauges: ServerGauges {
-        ServerGauges(
+        var gauges = ServerGauges(
             connectionsOpen: openConnections, generation: generation,
             reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
             reloadsFailed: reloadsFailed.load(ordering: .relaxed),
@@ -305,6 +305,11 @@ public final class ProxyServer: @unchecked Sendable {
             probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
                          "miss": shared.verdictMisses.load(ordering: .relaxed)],
             version: ProxyServer.version, log: shared.sink.state)
+        gauges.resolver = shared.dns.gauges
+        let configuration = current.withLock { $0.configuration }
+        gauges.parents = configuration.namedParents.map { ($0.description, !shared.parentHealth.isDown($0)) }
+        gauges.blockingQueues = BlockingPools.backlogs
+        return gauges
     }
 
     /// The version /metrics reports; the executable sets it.

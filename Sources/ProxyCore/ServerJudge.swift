@@ -29,10 +29,12 @@ package struct ServerJudge: Sendable {
     }
 
     /// R15/R17 by a handshake of our own with the same address and server name (TLS 1.3, resumption).
-    func probe(address: SocketAddress, serverName: String?, host: String, requirements: Requirements,
-               pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
+    /// Through a parent proxy, `address` is the parent's, `port` the origin's, and the probe asks the
+    /// parent to CONNECT as the tunnel did.
+    func probe(address: SocketAddress, port: Int, tunnel: ProbeTunnel?, serverName: String?, host: String,
+               requirements: Requirements, pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
-        let target = ProbeTarget(host: serverName ?? host, port: address.port, addresses: [address.ip.description])
+        let target = ProbeTarget(host: serverName ?? host, port: port, addresses: [address.ip.description], tunnel: tunnel)
         let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
             .probe(target, requirements: requirements, pin: pin)
         if let session = result.session { return ServerJudgement(session.certificate) }

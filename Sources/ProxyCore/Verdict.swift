@@ -21,8 +21,12 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     /// the client refused the proxy's certificate (the message says which).
     case clientTLS
     case shutdown
+    // The name did not resolve: NXDOMAIN (or no address at all, NODATA), no answer in --dns-timeout,
+    // or a failing resolver (SERVFAIL, REFUSED, a malformed or truncated answer).
+    case dnsNXDomain
+    case dnsTimeout
+    case dnsFailure
     // The origin failed.
-    case upstreamDNS
     case upstreamRefused
     case upstreamTimeout
     case upstreamProtocol
@@ -38,14 +42,23 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case authThrottled
     /// Not a decision: the log's record of the decision records it lost (LogOverflowRecord).
     case logOverflow
+    // The parent proxy failed: it refused the CONNECT or request (its status in the message), could
+    // not be reached, wanted other credentials, did not answer in time, or answered garbage.
+    case parentRefused
+    case parentUnreachable
+    case parentAuth
+    case parentTimeout
+    case parentProtocol
 
     init(_ reason: BlockReason) { self = .ats(reason) }
 
     private static let proxyReasons: [Reason] = [
         .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .loopDetected, .clientTimeout, .clientTLS,
         .shutdown,
-        .upstreamDNS, .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
+        .dnsNXDomain, .dnsTimeout, .dnsFailure,
+        .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
+        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -69,7 +82,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .clientTimeout: "client-timeout"
         case .clientTLS: "client-tls"
         case .shutdown: "shutdown"
-        case .upstreamDNS: "upstream-dns"
+        case .dnsNXDomain: "dns-nxdomain"
+        case .dnsTimeout: "dns-timeout"
+        case .dnsFailure: "dns-failure"
         case .upstreamRefused: "upstream-refused"
         case .upstreamTimeout: "upstream-timeout"
         case .upstreamProtocol: "upstream-protocol"
@@ -80,6 +95,11 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .destinationNotAllowed: "destination-not-allowed"
         case .authThrottled: "auth-throttled"
         case .logOverflow: "log-overflow"
+        case .parentRefused: "parent-refused"
+        case .parentUnreachable: "parent-unreachable"
+        case .parentAuth: "parent-auth"
+        case .parentTimeout: "parent-timeout"
+        case .parentProtocol: "parent-protocol"
         }
     }
 
@@ -89,6 +109,17 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy, .destinationNotAllowed,
              .authThrottled: true
         default: false
+        }
+    }
+
+    /// Reasons of a connection to the origin (or a parent) that could not be made.
+    var isUpstreamFailure: Bool {
+        switch self {
+        case .dnsNXDomain, .dnsTimeout, .dnsFailure, .upstreamRefused, .upstreamTimeout, .parentRefused,
+             .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol:
+            true
+        default:
+            false
         }
     }
 

@@ -7,11 +7,15 @@ public struct ProbeTarget: Sendable, Equatable {
     public var port: Int
     /// IP literals to try in order; empty means resolve `host`.
     public var addresses: [String]
+    /// Through a parent proxy: `addresses` are then the parent's, and the target is asked of it with
+    /// CONNECT.
+    public var tunnel: ProbeTunnel?
 
-    public init(host: String, port: Int, addresses: [String] = []) {
+    public init(host: String, port: Int, addresses: [String] = [], tunnel: ProbeTunnel? = nil) {
         self.host = host
         self.port = port
         self.addresses = addresses
+        self.tunnel = tunnel
     }
 }
 

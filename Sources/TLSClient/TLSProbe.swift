@@ -92,11 +92,17 @@ public struct TLSProbe: Sendable {
     private func attempt(address: String, target: ProbeTarget, requirements: Requirements, judge: Judge,
                          now: Date) -> Attempt {
         let fd: Int32
-        switch SocketConnector.connect(address: address, port: target.port, timeout: timeout) {
+        switch SocketConnector.connect(address: address, port: target.tunnel?.proxy.port ?? target.port, timeout: timeout) {
         case .success(let connected): fd = connected
         case .failure(let failure): return .connectFailed(failure)
         }
         defer { close(fd) }
+        if let tunnel = target.tunnel {
+            let host = target.host.contains(":") ? "[\(target.host)]" : target.host
+            if let failure = tunnel.open(fd, authority: "\(host):\(target.port)", timeout: timeout) {
+                return .connectFailed(failure)
+            }
+        }
         let connection: TLSConnection
         do {
             connection = try TLSConnection(fd: fd, serverName: target.host, requirements: requirements, store: store,

@@ -10,7 +10,7 @@ import Foundation
 enum ConfigFile {
     static let repeatable: Set<String> = ["listen", "listen-tls", "resolve", "connect-port", "allow-client",
                                           "local-network", "ca-file", "upgrade-port", "policy", "route",
-                                          "allow-dest", "deny-dest"]
+                                          "allow-dest", "deny-dest", "dns-server", "parent", "parent-bypass"]
     static let booleans: Set<String> = ["no-builtin-exceptions"]
 
     /// `run` arguments with the file named by `--config` folded in before the command line's own.

@@ -34,9 +34,11 @@ struct RunCommand: ParsableCommand {
         Which policy a request gets (repeatable, tried in order): user:NAME (the proxy user), client:CIDR, \
         port:N (the listening port reached) or agent:NAME (the User-Agent's product name), =ID of a policy; \
         then options after commas: allow-dest=PATTERN, deny-dest=PATTERN (added to --allow-dest and \
-        --deny-dest for this route's requests). After them, a User-Agent whose product is a bundle's \
-        CFBundleExecutable or CFBundleName gets that bundle's policy.
-        """, valueName: "rule=id[,option]"))
+        --deny-dest for this route's requests), and last ,parent=URL or ,direct (the route's way out: its \
+        own parent proxy, or straight to the origin; =parent=URL or =direct alone names a way out without \
+        a policy). After the routes, a User-Agent whose product is a bundle's CFBundleExecutable or \
+        CFBundleName gets that bundle's policy.
+        """, valueName: "rule=id[,option][,parent=url|,direct]"))
     var route: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("""
@@ -161,6 +163,45 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Seconds to connect to the origin.", valueName: "seconds"))
     var connectTimeout = 10.0
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Seconds to resolve an origin's name (separate from --connect-timeout); past it: 504 dns-timeout.
+        """, valueName: "seconds"))
+    var dnsTimeout = 10.0
+
+    @Option(name: .long, help: ArgumentHelp("Least seconds an answer is cached, whatever its TTL.", valueName: "seconds"))
+    var dnsMinTtl = 1.0
+
+    @Option(name: .long, help: ArgumentHelp("Most seconds an answer is cached, whatever its TTL.", valueName: "seconds"))
+    var dnsMaxTtl = 3600.0
+
+    @Option(name: .long, help: ArgumentHelp("Seconds NXDOMAIN and NODATA answers are remembered (0: not at all).",
+                                            valueName: "seconds"))
+    var dnsNegativeTtl = 10.0
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Seconds past its TTL an answer may still be served when the resolver fails (RFC 8767; 0: never). \
+        The record says dns_stale.
+        """, valueName: "seconds"))
+    var dnsStale = 86_400.0
+
+    @Option(name: .long, help: ArgumentHelp("""
+        DNS server to ask instead of /etc/resolv.conf's (repeatable; UDP, and TCP for truncated answers).
+        """, valueName: "ip:port"))
+    var dnsServer: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Parent proxy every origin is reached through (repeatable, tried in order; one that fails is passed \
+        over for 30 s). Tunnels go through it with CONNECT, allowed cleartext as absolute-form requests; its \
+        credentials go to it alone.
+        """, valueName: "http://[user:password@]host:port"))
+    var parent: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
+        Destination that never goes through a parent (repeatable, like NO_PROXY): a name, .domain (the \
+        domain and every name under it), or a CIDR (IP literals).
+        """, valueName: "name|.suffix|cidr"))
+    var parentBypass: [String] = []
+
     @Option(name: .long, help: ArgumentHelp("Seconds a tunnel may stay silent.", valueName: "seconds"))
     var idleTimeout = 300.0
 
@@ -217,9 +258,18 @@ struct RunCommand: ParsableCommand {
         for port in connectPort where !(1...65535).contains(port) {
             throw ValidationError("--connect-port \(port) is not a port")
         }
-        for timeout in [headTimeout, connectTimeout, idleTimeout] where !(timeout > 0) {
+        for timeout in [headTimeout, connectTimeout, idleTimeout, dnsTimeout] where !(timeout > 0) {
             throw ValidationError("timeouts must be positive")
         }
+        for (flag, value) in [("--dns-min-ttl", dnsMinTtl), ("--dns-max-ttl", dnsMaxTtl),
+                              ("--dns-negative-ttl", dnsNegativeTtl), ("--dns-stale", dnsStale)] where !(value >= 0) {
+            throw ValidationError("\(flag) must not be negative")
+        }
+        guard dnsMinTtl <= dnsMaxTtl else { throw ValidationError("--dns-min-ttl is above --dns-max-ttl") }
+        // Checked here, so that a config file's bad value is reported against the file and its line.
+        _ = try dnsServers()
+        for url in parent { _ = try Self.parentProxy(url, flag: "--parent") }
+        _ = try parentBypasses()
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         if let logBuffer, logBuffer.bytes < 4096 {
@@ -259,8 +309,8 @@ struct RunCommand: ParsableCommand {
             case .success(let value): parsed = value
             case .failure(let error): throw CommandFailure(message: error.description)
             }
-            return Route(rule: parsed.rule, app: try index(of: parsed.id, for: "--route \(text)"),
-                         destinations: parsed.destinations, name: parsed.name)
+            return Route(rule: parsed.rule, app: try parsed.id.map { try index(of: $0, for: "--route \(text)") },
+                         egress: parsed.egress, destinations: parsed.destinations, name: parsed.name)
         }
         configuration.destinations = DestinationRules(allow: try Self.patterns(allowDest, flag: "--allow-dest"),
                                                       deny: try Self.patterns(denyDest, flag: "--deny-dest"))
@@ -317,6 +367,14 @@ struct RunCommand: ParsableCommand {
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
+        configuration.dns.timeout = dnsTimeout
+        configuration.dns.minimumTTL = dnsMinTtl
+        configuration.dns.maximumTTL = dnsMaxTtl
+        configuration.dns.negativeTTL = dnsNegativeTtl
+        configuration.dns.staleLimit = dnsStale
+        configuration.dns.servers = try dnsServers()
+        configuration.parents = try parent.map { try Self.parentProxy($0, flag: "--parent") }
+        configuration.parentBypass = try parentBypasses()
         configuration.tlsInspection = tlsInspection == .on
         configuration.certificateMode = certificateCheck
         configuration.sniMismatch = sniMismatch
@@ -436,6 +494,33 @@ struct RunCommand: ParsableCommand {
                          gracePeriod: gracePeriod, announce: { ServiceManager.say(line) }).start()
         // The loops hold the admin listener's handlers, not the listener: keep it for the life of the process.
         withExtendedLifetime(admin) { dispatchMain() }
+    }
+
+    /// `--parent URL` (or a route's `parent=URL`), with the flag named in the error.
+    static func parentProxy(_ url: String, flag: String) throws -> ParentProxy {
+        do {
+            return try ParentProxy(url: url)
+        } catch {
+            throw ValidationError("\(flag) \(url): \(error.description)")
+        }
+    }
+
+    func dnsServers() throws -> [SocketAddress] {
+        try dnsServer.map { text in
+            guard let address = SocketAddress(parsing: text) else {
+                throw ValidationError("--dns-server \(text): expected IP:PORT, e.g. 10.0.0.53:53 or [fd00::53]:53")
+            }
+            return address
+        }
+    }
+
+    func parentBypasses() throws -> [ParentBypass] {
+        try parentBypass.map { text in
+            guard let bypass = ParentBypass(parsing: text) else {
+                throw ValidationError("--parent-bypass \(text): expected a name, .domain (it and every name under it) or a CIDR")
+            }
+            return bypass
+        }
     }
 
     /// `NAME=IP` pairs; a name may be pinned to several addresses.

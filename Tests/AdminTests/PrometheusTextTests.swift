@@ -48,4 +48,27 @@ import TLSWire
         #expect(text.contains("atsgate_build_info{version=\"1.2.3\"} 1\n"))
         #expect(text.contains("atsgate_connections_open 3\n"))
     }
+
+    /// The resolver's histogram is cumulative and ends with +Inf, _sum and _count; parents and the
+    /// blocking pools are one sample each.
+    @Test func resolverParentsAndBlockingQueues() {
+        var gauges = Self.gauges
+        gauges.resolver.latency = [(0.001, 2), (0.01, 5), (10, 6)]
+        gauges.resolver.latencySum = 12.5
+        gauges.resolver.latencyCount = 7
+        gauges.resolver.lookups = [("success", 6), ("timeout", 1)]
+        gauges.parents = [(parent: "[fd00::3]:3128", up: false)]
+        gauges.blockingQueues = [(pool: "passwords", waiting: 4)]
+        var metrics = LoopMetrics()
+        metrics.upstream[LoopMetrics.UpstreamKey(parent: "[fd00::3]:3128", result: "parent-timeout")] = 1
+        let text = PrometheusText.render(metrics, gauges)
+        #expect(text.contains("# TYPE atsgate_dns_lookup_duration_seconds histogram\n"))
+        #expect(text.contains("atsgate_dns_lookup_duration_seconds_bucket{le=\"0.01\"} 5\n"), "\(text)")
+        #expect(text.contains("atsgate_dns_lookup_duration_seconds_bucket{le=\"+Inf\"} 7\n"))
+        #expect(text.contains("atsgate_dns_lookup_duration_seconds_sum 12.5\n"))
+        #expect(text.contains("atsgate_dns_lookups_total{result=\"timeout\"} 1\n"))
+        #expect(text.contains("atsgate_parent_up{parent=\"[fd00::3]:3128\"} 0\n"))
+        #expect(text.contains("atsgate_upstream_connections_total{parent=\"[fd00::3]:3128\",result=\"parent-timeout\"} 1\n"))
+        #expect(text.contains("atsgate_blocking_queue_length{pool=\"passwords\"} 4\n"))
+    }
 }

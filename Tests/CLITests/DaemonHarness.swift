@@ -121,6 +121,12 @@ final class Daemon {
         return (status, records)
     }
 
+    /// `stop`, with the records in time order (each event-loop queue writes its records in batches,
+    /// so the log is in order only per queue).
+    func stopInTimeOrder(expected: Int) throws -> [[String: Any]] {
+        try stop(expected: expected).records.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
+    }
+
     /// A raw client whose CONNECT to 127.0.0.1:`port` the daemon answered with 200 (else throws).
     func openTunnel(to port: Int) throws -> RawClient {
         let client = try RawClient(port: self.port)
@@ -138,13 +144,8 @@ final class Daemon {
 
 /// The test origin of Tests/Fixtures/origin.py.
 final class Origin {
-    /// The interpreter itself, not a version manager's shim (a shim may fork, and then stopping the
-    /// child we started would leave the origin running).
-    static let python: String = {
-        let run = try? Subprocess.run("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable)"])
-        let path = run?.stdout.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""
-        return path.isEmpty ? "/usr/bin/python3" : path
-    }()
+    /// The interpreter itself (TestSupport's `pythonExecutable`).
+    static let python = pythonExecutable
 
     let process: BackgroundProcess
     let httpPort: Int

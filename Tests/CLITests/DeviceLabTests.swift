@@ -56,10 +56,8 @@ import TestSupport
         return text
     }
 
-    /// Stops the daemon and returns its records in time order (each event-loop queue writes its
-    /// records in batches, so the log is in order only per queue).
     static func stop(_ daemon: Daemon, expected: Int) throws -> [[String: Any]] {
-        try daemon.stop(expected: expected).records.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
+        try daemon.stopInTimeOrder(expected: expected)
     }
 
     static func curlStatus(_ daemon: Daemon, _ arguments: [String]) throws -> String {

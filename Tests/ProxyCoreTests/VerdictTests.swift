@@ -15,7 +15,7 @@ import Testing
         #expect(Verdict.block(.ats(.cleartextHTTP), message: nil).status == 403)
         #expect(Verdict.redirect(location: "https://a/").action == .upgrade)
         #expect(Verdict.answer(status: 408, .requestTimeout, message: "m").action == .error)
-        #expect(Verdict.fail(.upstreamDNS, status: 502, message: "m").status == 502)
+        #expect(Verdict.fail(.dnsNXDomain, status: 502, message: "m").status == 502)
         #expect(Set(Reason.allCases.map(\.rawValue)).count == Reason.allCases.count, "every code names one reason")
         for reason in Reason.allCases { #expect(Reason(rawValue: reason.rawValue) == reason) }
     }
