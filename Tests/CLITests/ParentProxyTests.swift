@@ -197,6 +197,21 @@ import TestSupport
         #expect(records.last?["parent"] is NSNull, "127.0.0.1 bypasses the parent")
     }
 
+    /// Through a parent the name is the parent's to resolve: the destination ACL checks the name or
+    /// literal as the client gave it, before anything reaches the parent.
+    @Test func aDeniedDestinationNeverReachesTheParent() throws {
+        let parent = try RawOrigin(always: "HTTP/1.1 200 Connection Established\r\n\r\n")
+        let (daemon, _) = try Self.daemon(["--parent", "http://127.0.0.1:\(parent.port)", "--deny-dest", ".blocked.test",
+                                           "--deny-dest", "198.51.100.0/24"])
+        for url in ["https://api.blocked.test/", "https://198.51.100.7/"] {
+            let run = try Subprocess.curl(["-p", "-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_connect}", url])
+            #expect(run.stdout == "403", "\(url): \(run.stderr)")
+        }
+        let records = try daemon.stopInTimeOrder(expected: 2)
+        #expect(records.allSatisfy { $0["reason"] as? String == "destination-not-allowed" }, "\(records)")
+        #expect(parent.connections == 0, "nothing reached the parent")
+    }
+
     // MARK: choosing the way out
 
     /// Two real parents: the first is stopped mid-test; the next request fails over to the second,
