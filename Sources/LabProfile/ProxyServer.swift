@@ -9,6 +9,10 @@ package struct ProxyServer: Hashable, Sendable, CustomStringConvertible {
     /// `HOST:PORT` or `[IPv6]:PORT`. The host is normalised as the proxy reads hosts (lowercase; an IP
     /// address in canonical form, so `0x7f.1` is written as 127.0.0.1).
     package init(parsing text: String) throws(ProfileInputError) {
+        // `2001:db8::1:3128` could be an address with a port or an address alone: brackets decide.
+        guard text.hasPrefix("[") || text.filter({ $0 == ":" }).count <= 1 else {
+            throw ProfileInputError("an IPv6 address needs brackets: [ADDRESS]:PORT, e.g. [2001:db8::1]:3128")
+        }
         let destination: Destination
         do {
             destination = try Destination.parse(authority: text, scheme: .http, portRequired: true)
