@@ -203,14 +203,14 @@ struct ProfileCommand: ParsableCommand {
                                      prompt: security == WiFiNetwork.Security.none ? nil : "Password of Wi-Fi \(ssid)")
         if security == nil, secret == nil {
             // Neither an open network nor a password: more likely a forgotten password than an open lab network.
-            throw CommandFailure(message: "--wifi \(ssid): no password: give --wifi-password-file FILE (- for standard "
+            throw CommandFailure(message: "--wifi \(Self.shown(ssid)): no password: give --wifi-password-file FILE (- for standard "
                 + "input), or --wifi-security None for an open network (or WPA2, WPA3... to leave the password out)")
         }
         do {
             return try WiFiNetwork(ssid: ssid, security: security ?? .wpa2, password: secret?.text, hidden: wifiHidden)
         } catch {
             switch error.part {
-            case .ssid: throw CommandFailure(message: "--wifi \(ssid): \(error.problem)")
+            case .ssid: throw CommandFailure(message: "--wifi \(Self.shown(ssid)): \(error.problem)")
             case .password: throw CommandFailure(message: "\(secret?.flag ?? "--wifi-password"): \(error.problem)")
             }
         }
@@ -265,8 +265,14 @@ struct ProfileCommand: ParsableCommand {
         do {
             return try body(text)
         } catch {
-            throw CommandFailure(message: "\(flag) \(text): \(error.problem)")
+            throw CommandFailure(message: "\(flag) \(Self.shown(text)): \(error.problem)")
         }
+    }
+
+    /// A value as an error message repeats it: escaped when it holds a control character, so that the
+    /// message stays one line.
+    static func shown(_ text: String) -> String {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control } ? text.debugDescription : text
     }
 
     /// One line on standard error: what was written and where, never a password.

@@ -25,11 +25,8 @@ enum SecretInput {
         guard var text = String(data: data, encoding: .utf8) else {
             throw CommandFailure(message: "\(origin): is not UTF-8 text")
         }
-        if text.hasSuffix("\r\n") {
-            text.removeLast(2)
-        } else if text.hasSuffix("\n") {
-            text.removeLast()
-        }
+        // "\r\n" is one Character in Swift: one removal takes either line break.
+        if text.last?.isNewline == true { text.removeLast() }
         guard !text.contains(where: \.isNewline) else {
             // A second line is more likely a wrong file (a whole htpasswd file, a key) than a password.
             throw CommandFailure(message: "\(origin): holds more than one line; give a file with the password alone")
@@ -44,7 +41,6 @@ enum SecretInput {
     /// Asks on the terminal with echo off; nil when the answer is empty (the profile then carries no
     /// password).
     static func prompt(_ question: String) -> String? {
-        FileHandle.standardError.write(Data("\(question): ".utf8))
         var saved = termios()
         let echoOff = tcgetattr(STDIN_FILENO, &saved) == 0
         if echoOff {
@@ -59,6 +55,8 @@ enum SecretInput {
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet)
         }
+        // Asked only once echo is off: nothing typed in answer can appear on the screen.
+        FileHandle.standardError.write(Data("\(question): ".utf8))
         let line = Swift.readLine(strippingNewline: true)
         if echoOff {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved)
