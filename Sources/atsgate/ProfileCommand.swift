@@ -39,7 +39,7 @@ struct ProfileCommand: ParsableCommand {
     var user: String?
 
     @Option(name: .customLong("password-file"), help: ArgumentHelp(
-        "The --user's password: the file's first line; - reads standard input. Without it, a terminal prompts.",
+        "The --user's password: a file holding it on one line; - reads standard input. Without it, a terminal prompts.",
         valueName: "file"))
     var passwordFile: String?
 
@@ -53,11 +53,11 @@ struct ProfileCommand: ParsableCommand {
 
     @Option(name: .customLong("wifi-security"), help: ArgumentHelp(
         "The network's EncryptionType: WPA2 (WPA2 or WPA3), WPA3, WPA, WEP, Any or None (open). "
-        + "Default: WPA2 with a password, None without.", valueName: "type"))
+        + "Default: WPA2; an open network needs None said.", valueName: "type"))
     var wifiSecurity: String?
 
     @Option(name: .customLong("wifi-password-file"), help: ArgumentHelp(
-        "The Wi-Fi password: the file's first line; - reads standard input. Without it, a terminal prompts.",
+        "The Wi-Fi password: a file holding it on one line; - reads standard input. Without it, a terminal prompts.",
         valueName: "file"))
     var wifiPasswordFile: String?
 

@@ -2,10 +2,9 @@ import Foundation
 import Glibc
 
 /// Passwords for `atsgate profile`, from where they do not end up in shell history or the process
-/// list: a file (its first line), standard input (`-`), or a prompt on the terminal with echo off.
+/// list: a file (one line), standard input (`-`), or a prompt on the terminal with echo off.
 enum SecretInput {
-    /// The password a file holds, or standard input's for `-`: the first line, the line break left
-    /// out. `flag` names the option in errors; the password itself is never part of a message.
+    /// The password a file holds, or standard input's for `-`: one line, its line break left out. `flag` names the option in errors; the password itself is never part of a message.
     static func read(_ path: String, flag: String) throws -> String {
         let data: Data
         let origin = path == "-" ? "\(flag) - (standard input)" : "\(flag) \(path)"
