@@ -295,6 +295,19 @@ import TestSupport
         #expect(proxy["ProxyPassword"] as? String == "typed-secret-42")
     }
 
+    /// `--password VALUE` works, and says once the profile is written where the value can be seen.
+    @Test func passwordOnTheCommandLineWarns() throws {
+        let directory = try TemporaryDirectory()
+        let run = try Atsgate.run(["profile", "--proxy", "atsgate.lab.example:3128", "--user", "lab", "--password", "argv-pass-9"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = run.stderr.split(separator: "\n")
+        #expect(lines.count == 2)
+        #expect(lines.first?.hasPrefix("atsgate: warning: --password puts the password in the process list") == true)
+        #expect(!run.stderr.contains("argv-pass-9"))
+        let proxy = try Self.payload(try Self.validate(Data(run.stdout.utf8), in: directory), type: "com.apple.proxy.http.global")
+        #expect(proxy["ProxyPassword"] as? String == "argv-pass-9")
+    }
+
     @Test func helpListsTheCommandAndItsFlags() throws {
         let top = try Atsgate.run(["--help"])
         #expect(top.stdout.contains("profile"))
