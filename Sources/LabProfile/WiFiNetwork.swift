@@ -22,7 +22,7 @@ package struct WiFiNetwork: Sendable, Equatable {
     package let password: String?
     package let hidden: Bool
 
-    /// Problems are thrown as `(flag, problem)`: the SSID's, the security's or the password's.
+    /// Throws the part at fault (the SSID or the password) and what is wrong with it.
     package init(ssid: String, security: Security, password: String?, hidden: Bool) throws(WiFiNetworkError) {
         do {
             try Self.checkSSID(ssid)
