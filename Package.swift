@@ -3,7 +3,7 @@ import PackageDescription
 
 // The targets are the architecture, bottom up; a target imports only from the layers below it
 // (scripts/check-imports keeps it so, and README's "Architecture" draws the picture):
-//   1. pure Swift, no I/O: ATSPolicy, then ATSLint, TLSWire and HTTP1 on it or on nothing;
+//   1. pure Swift, no I/O: ATSPolicy, then ATSLint, TLSWire, HTTP1 and LabProfile on it or on nothing;
 //   2. system libraries, each imported by exactly one Swift target, and the system calls: POSIX,
 //      TLSClient (OpenSSL), Systemd (libsystemd);
 //   3. I/O: EventLoop (the Dispatch loops on POSIX), DNS (the resolver on the loops);
@@ -33,6 +33,9 @@ let package = Package(
         // HTTP/1.1 message parsing and writing (request and response heads, chunked bodies, field
         // syntax), strict to RFC 9112 and fuzzed.
         .target(name: "HTTP1"),
+        // `atsgate profile`: Apple configuration profiles (.mobileconfig) for a device lab: the global
+        // HTTP proxy or Wi-Fi payload, the lab's root certificates, fresh UUIDs.
+        .target(name: "LabProfile", dependencies: ["ATSPolicy"]),
 
         // 2. System libraries. Exactly one Swift target imports each of them.
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
@@ -87,7 +90,7 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ATSLint", "ATSReport", "POSIX", "ProxyCore", "ProxyAccess", "Admin",
+                "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "ProxyCore", "ProxyAccess", "Admin",
                 "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
@@ -115,6 +118,7 @@ let package = Package(
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "TLSWireTests", dependencies: ["TLSWire", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1", "TestSupport"]),
+        .testTarget(name: "LabProfileTests", dependencies: ["LabProfile", "ATSPolicy", "TestSupport"]),
         .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
