@@ -69,6 +69,9 @@ package struct LogRecord {
     /// The reason code as logged, if any.
     var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
 
+    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
+    var loggedRule: String? { rule?.rawValue ?? decision?.rule }
+
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
@@ -117,7 +120,7 @@ package struct LogRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
-        if let rule = rule?.rawValue ?? decision?.rule { fields.string("rule", rule) }
+        if let rule = loggedRule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }
 

@@ -37,6 +37,8 @@ public struct ProxyConfiguration: Sendable {
     public var adminPasswords: PasswordFile?
     /// `--pac FILE`: served at /proxy.pac and /wpad.dat instead of the generated one.
     public var pacFile: String?
+    /// `--proxy-name`: the proxy's name in the Proxy-Status field of its own answers (RFC 9209).
+    public var proxyName = ProxyName.atsgate
     public var mode: ProxyMode = .enforce
     public var resolve: [String: [IPAddress]] = [:]
     public var connectPorts: Set<Int> = [443]

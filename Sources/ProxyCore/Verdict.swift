@@ -123,6 +123,14 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// Reasons of a parent proxy that failed (Proxy-Status names it as the `next-hop`).
+    var isParentFailure: Bool {
+        switch self {
+        case .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol: true
+        default: false
+        }
+    }
+
     /// Reasons of a TLS handshake the proxy refused or could not complete (the `/metrics` family).
     var isHandshakeFailure: Bool {
         switch self {
@@ -169,8 +177,8 @@ package enum Verdict {
     case serve(contentType: String, body: String, includeBody: Bool)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
     case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
-    /// The origin failed (502 or 504).
-    case fail(Reason, status: Int, message: String)
+    /// The origin failed (502 or 504); `answer` is what its resolver or a parent said (Proxy-Status).
+    case fail(Reason, status: Int, message: String, answer: NextHopAnswer = .none)
 
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     var status: Int {
@@ -180,7 +188,7 @@ package enum Verdict {
         case .challenge: 407
         case .throttle: 429
         case .redirect: 308
-        case .answer(let status, _, _, _, _), .fail(_, let status, _): status
+        case .answer(let status, _, _, _, _), .fail(_, let status, _, _): status
         }
     }
 

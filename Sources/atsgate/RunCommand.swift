@@ -80,6 +80,12 @@ struct RunCommand: ParsableCommand {
         """, valueName: "file"))
     var pac: String?
 
+    @Option(name: .long, help: ArgumentHelp("""
+        The proxy's name in the Proxy-Status field (RFC 9209) of every answer it makes itself (default \
+        atsgate): an sf-token, or any printable ASCII text (then sent as an sf-string).
+        """, valueName: "name"))
+    var proxyName: String?
+
     @Option(name: .long, help: ArgumentHelp("Address to listen on (repeatable).", valueName: "host:port"))
     var listen: [String] = []
 
@@ -270,6 +276,7 @@ struct RunCommand: ParsableCommand {
         _ = try dnsServers()
         for url in parent { _ = try Self.parentProxy(url, flag: "--parent") }
         _ = try parentBypasses()
+        _ = try proxyStatusName()
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         if let logBuffer, logBuffer.bytes < 4096 {
@@ -354,6 +361,7 @@ struct RunCommand: ParsableCommand {
             configuration.admin = address
         }
         configuration.mode = mode
+        configuration.proxyName = try proxyStatusName()
         configuration.resolve = try Self.pins(resolve)
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
@@ -502,6 +510,16 @@ struct RunCommand: ParsableCommand {
             return try ParentProxy(url: url)
         } catch {
             throw ValidationError("\(flag) \(url): \(error.description)")
+        }
+    }
+
+    /// `--proxy-name`, checked: a Proxy-Status member must parse.
+    func proxyStatusName() throws -> ProxyName {
+        guard let proxyName else { return .atsgate }
+        do {
+            return try ProxyName(proxyName)
+        } catch {
+            throw ValidationError(error.description)
         }
     }
 

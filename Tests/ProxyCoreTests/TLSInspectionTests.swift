@@ -26,7 +26,7 @@ import TLSWire
             case .refuse(let verdict, let alert):
                 switch verdict {
                 case .block(let reason, _, let rule): "refuse block \(reason.rawValue) \(alert)\(rule.map { " " + $0.rawValue } ?? "")"
-                case .answer(_, let reason, _, _, _), .fail(let reason, _, _): "refuse error \(reason.rawValue) \(alert)"
+                case .answer(_, let reason, _, _, _), .fail(let reason, _, _, _): "refuse error \(reason.rawValue) \(alert)"
                 default: "refuse"
                 }
             case .judge(.chain(let chain, _), let holding): "judge chain(\(chain.count)) holding=\(holding)"
