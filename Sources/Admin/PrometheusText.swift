@@ -39,6 +39,13 @@ enum PrometheusText {
                    (label(["app": $0.key.app, "group": $0.key.groupName,
                            "pq_offered": $0.key.postQuantumOffered ? "true" : "false"]), "\($0.value)")
                })
+        family("atsgate_client_refused_certificates_total", "counter",
+               "Inspected TLS handshakes the client itself refused after the server's Certificate (its pinning or "
+                   + "trust evaluation: reason client-refused-certificate), by app and the alert it sent (encrypted: "
+                   + "TLS 1.3, whose alert travels encrypted).",
+               metrics.clientRefusals.sorted { $0.key < $1.key }.map {
+                   (label(["app": $0.key.app, "alert": $0.key.alert]), "\($0.value)")
+               })
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
         family("atsgate_upstream_connections_total", "counter",

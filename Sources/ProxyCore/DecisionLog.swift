@@ -62,6 +62,9 @@ package struct LogRecord {
     var dnsStale = false
     /// `HOST:PORT` of the parent proxy the request went through.
     var parent: String?
+    /// The client refused the server's certificate in the watched handshake (`client_alert`,
+    /// `pinned_domain`; written only then).
+    var clientRefusal: ClientRefusal?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -113,6 +116,10 @@ package struct LogRecord {
             fields.bool("pq_offered", keyExchange.postQuantumOffered)
         }
         if clientTLS { fields.bool("client_tls", true) }
+        if let clientRefusal {
+            fields.string("client_alert", clientRefusal.alertName)
+            fields.string("pinned_domain", clientRefusal.pinnedDomain)
+        }
         if let certificate {
             fields.string("cert_subject", certificate.subject)
             fields.string("cert_issuer", certificate.issuer)

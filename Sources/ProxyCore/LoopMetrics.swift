@@ -55,6 +55,19 @@ package struct LoopMetrics {
         }
     }
 
+    /// Handshakes the client itself refused after the server's Certificate (its pinning or trust
+    /// evaluation), by app and the alert it sent (`encrypted` for TLS 1.3's hidden one).
+    package var clientRefusals: [ClientRefusalKey: Int] = [:]
+
+    package struct ClientRefusalKey: Hashable, Comparable {
+        package var app: String
+        package var alert: String
+
+        package static func < (lhs: ClientRefusalKey, rhs: ClientRefusalKey) -> Bool {
+            (lhs.app, lhs.alert) < (rhs.app, rhs.alert)
+        }
+    }
+
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
@@ -67,6 +80,9 @@ package struct LoopMetrics {
         if let keyExchange = record.keyExchange {
             keyExchanges[KeyExchangeKey(app: record.app ?? "", group: keyExchange.group,
                                         postQuantumOffered: keyExchange.postQuantumOffered), default: 0] += 1
+        }
+        if let refusal = record.clientRefusal {
+            clientRefusals[ClientRefusalKey(app: record.app ?? "", alert: refusal.alertLabel), default: 0] += 1
         }
         if record.reason?.isHandshakeFailure == true {
             handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
@@ -85,6 +101,7 @@ package struct LoopMetrics {
         bytesDown += other.bytesDown
         handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
         keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
+        clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
     }
 }

@@ -57,6 +57,9 @@ extension Reason {
         case .upstreamTLS: .tlsProtocolError
         case .upstreamTruncated: .httpResponseIncomplete
         case .serverAlert: .tlsAlertReceived
+        // The client's own refusal of the server's certificate (never an HTTP answer: the client
+        // ended the tunnel's handshake).
+        case .clientRefusedCertificate: .tlsCertificateError
         case .noPolicy: .httpRequestDenied
         case .destinationNotAllowed: .destinationIPProhibited
         // The parent (the next hop) refused the CONNECT or request: its status goes in received-status.

@@ -34,6 +34,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case upstreamTruncated
     /// The origin refused the client's TLS handshake with a fatal alert (named in the message).
     case serverAlert
+    /// The client refused the server: a fatal alert after the server's Certificate, before its own
+    /// Finished (its pinning or trust evaluation; `client_alert` names it when it can be seen).
+    case clientRefusedCertificate
     /// No --route matched and --unrouted is block.
     case noPolicy
     /// The destination ACL refused the address (--allow-dest, --deny-dest, the default denials).
@@ -57,7 +60,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .shutdown,
         .dnsNXDomain, .dnsTimeout, .dnsFailure,
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
+        .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
         .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
     ]
 
@@ -91,6 +94,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTLS: "upstream-tls"
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
+        case .clientRefusedCertificate: "client-refused-certificate"
         case .noPolicy: "no-policy"
         case .destinationNotAllowed: "destination-not-allowed"
         case .authThrottled: "auth-throttled"
