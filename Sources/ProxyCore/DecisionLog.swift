@@ -49,6 +49,8 @@ package struct LogRecord {
     var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
     var proxyUser: String?
+    /// The lab's name for the client (`--device`: its address, or its verified proxy user).
+    var device: String?
     /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
     /// when there was one).
     var clientTLS = false
@@ -105,6 +107,7 @@ package struct LogRecord {
         fields.string("route", route?.rawValue)
         fields.string("user_agent", userAgent)
         fields.string("proxy_user", proxyUser)
+        fields.string("device", device)
         if let dnsMilliseconds { fields.milliseconds("dns_ms", dnsMilliseconds) } else { fields.string("dns_ms", nil) }
         fields.bool("dns_cached", dnsCached)
         fields.string("parent", parent)
@@ -145,6 +148,7 @@ package struct LogRecord {
         var line = "\(LogRecord.timestamp(time)) \(client)"
         if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
+        if let device { line += " device=\(device)" }
         if let app { line += " app=\(app)" }
         line += " \(method) \(target)"
         if let parent { line += " via \(parent)" }

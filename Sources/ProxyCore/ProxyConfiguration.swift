@@ -39,6 +39,9 @@ public struct ProxyConfiguration: Sendable {
     public var pacFile: String?
     /// `--proxy-name`: the proxy's name in the Proxy-Status field of its own answers (RFC 9209).
     public var proxyName = ProxyName.atsgate
+    /// `--device`: the lab's names for its clients (by address or proxy user), on every record and
+    /// the per-app metrics.
+    public var devices = DeviceTable()
     public var mode: ProxyMode = .enforce
     public var resolve: [String: [IPAddress]] = [:]
     public var connectPorts: Set<Int> = [443]

@@ -757,6 +757,9 @@ package final class ProxyConnection {
     func log() {
         record.durationMilliseconds = (monotonic() - started) * 1000
         record.clientTLS = onTLSListener
+        // Per record, not per connection: a login on a kept-alive connection can change the device.
+        let devices = context.configuration.devices
+        if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
