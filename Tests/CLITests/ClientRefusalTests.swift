@@ -51,6 +51,24 @@ import TestSupport
                 "\(metrics)")
     }
 
+    /// What the lab reads: per app and per device, the servers the app itself refused.
+    @Test func theReportListsTheRefusedServerWithItsDevice() throws {
+        let origin = try TLSTestOrigin(leaf: "good-rsa", arguments: ["--max", "TLSv1_2"])
+        let directory = try TemporaryDirectory()
+        let log = directory.url.appendingPathComponent("decisions.log").path
+        let (daemon, _) = try TLSInspectionTests.daemon(port: origin.port, ["--log-file", log, "--device", "lab-phone=127.0.0.2"])
+        _ = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/", ["--interface", "127.0.0.2"])
+        try daemon.process.wait { _, _ in (try? String(contentsOfFile: log, encoding: .utf8))?.contains("\n") == true }
+        daemon.process.stop()
+        let record = try #require(try JSONSerialization.jsonObject(with: Data(try String(contentsOfFile: log, encoding: .utf8).utf8))
+                                  as? [String: Any])
+        #expect(record["device"] as? String == "lab-phone" && record["client_alert"] as? String == "unknown_ca", "\(record)")
+        let report = try Atsgate.run(["report", "--local-network", "192.0.2.0/24", log])
+        #expect(report.status == 0, "the app's refusal is no ATS block: \(report.stdout)")
+        #expect(report.stdout.contains("THE APP REFUSED THIS SERVER (1)"), "\(report.stdout)")
+        #expect(report.stdout.contains("    https://127.0.0.1:\(origin.port)  unknown_ca \u{d7}1  devices: lab-phone\n"), "\(report.stdout)")
+    }
+
     @Test func aClientThatTrustsTheServerLeavesAnAllowWithoutTheFields() throws {
         let origin = try TLSTestOrigin(leaf: "good-rsa", arguments: ["--max", "TLSv1_2"])
         let (daemon, _) = try Self.daemon(port: origin.port)
