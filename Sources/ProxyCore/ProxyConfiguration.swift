@@ -86,7 +86,7 @@ public struct ProxyConfiguration: Sendable {
     /// `--parent`: parent proxies, tried in order; empty: every origin is reached directly.
     public var parents: [ParentProxy] = []
     /// `--parent-bypass`: destinations that never go through a parent.
-    public var parentBypass: [ParentBypass] = []
+    public var parentBypass: [DestinationPattern] = []
     /// Seconds a parent that failed is passed over (tried again sooner only when every parent failed).
     public var parentRetry = 30.0
 

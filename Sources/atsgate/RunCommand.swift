@@ -514,9 +514,9 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    func parentBypasses() throws -> [ParentBypass] {
+    func parentBypasses() throws -> [DestinationPattern] {
         try parentBypass.map { text in
-            guard let bypass = ParentBypass(parsing: text) else {
+            guard let bypass = DestinationPattern(parsing: Substring(text)) else {
                 throw ValidationError("--parent-bypass \(text): expected a name, .domain (it and every name under it) or a CIDR")
             }
             return bypass
