@@ -5,7 +5,11 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzResponseHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
-    guard case .head(let head) = ResponseHeadOutcome(input) else { return 0 }
+    let outcome = ResponseHeadOutcome(input)
+    // Incomplete only while more bytes could still make a head of it.
+    fuzzCheck(outcome != .incomplete || couldStillBecomeAHead(input, skippingOneEmptyLine: false),
+              "incomplete, though the bytes so far already decide the head")
+    guard case .head(let head) = outcome else { return 0 }
 
     fuzzCheck(head.length >= 4 && head.length <= input.count, "head length \(head.length) of \(input.count)")
     fuzzCheck(head.bytes.elementsEqual(input.prefix(head.length)), "head bytes are not the input's")

@@ -24,12 +24,12 @@ package struct ResponseHead {
     /// or smuggle responses to the client. Parsed as bytes: splitting the head as a String walked
     /// grapheme clusters ("\r\n" is one Character) and was a fifth of the forwarding path's CPU.
     package static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> ResponseHead? {
-        guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumLength) else {
-            if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
-            return nil
-        }
         do {
-            let lines = try MessageSyntax.countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
+            // A bare CR, LF or NUL refuses the head as soon as it arrives (MessageSyntax.headBounds).
+            guard let (end, lines) = try MessageSyntax.headBounds(bytes, maximumLength: maximumLength) else {
+                if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
+                return nil
+            }
             var lineEnd = 0
             while bytes[lineEnd] != 0x0D { lineEnd += 1 }
             let status = try parseStatusLine(UnsafeRawBufferPointer(rebasing: bytes[..<lineEnd]))

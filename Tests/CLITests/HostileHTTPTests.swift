@@ -52,6 +52,34 @@ import TestSupport
         #expect(refused["reason"] as? String == "bad-request")
     }
 
+    /// Heads whose lines end in a bare LF (or a bare CR) never hold a CRLFCRLF, so a parser that
+    /// waits for one left the client waiting until the head timeout (RFC 9112 section 2.2: the head
+    /// was complete when its empty line arrived). Each is refused at once, with the head timeout far
+    /// away (a wait shows as no reply within the client's 10 s), and nothing reaches the origin.
+    @Test(arguments: [
+        "GET /p HTTP/1.1\r\nHost: x\r\n\n",
+        "GET /p HTTP/1.1\nHost: x\n\n",
+        "GET /p HTTP/1.1\r\nHost: x\n\r\n",
+        "GET /p HTTP/1.1\n\n",
+        "GET /p HTTP/1.1\r\n\n",
+        "GET /p HTTP/1.1\r\nHost: x\r\r",
+    ])
+    func lineEndingsWithoutCRLFAreRefusedWithoutWaiting(request: String) throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon(["--head-timeout", "60"])
+        let client = try RawClient(port: daemon.port)
+        client.send(request.replacingOccurrences(of: " /p", with: " http://127.0.0.1:\(origin.port)/p"))
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 400 "), "reply: \(reply)")
+        #expect(reply.contains("\r\nConnection: close\r\n"))
+        try stillServes(daemon, origin)
+        #expect(origin.received.count == 1, "only the follow-up request reached the origin: \(origin.received)")
+        let (_, records) = try daemon.stop(expected: 2)
+        let refused = try #require(records.first { $0["status"] as? Int == 400 })
+        #expect(refused["reason"] as? String == "bad-request")
+        #expect((refused["message"] as? String)?.contains("bare") == true, "\(refused)")
+    }
+
     /// `Connection: Content-Length` once stripped the framing on the way to the origin, which then
     /// read the body as the next request on a pooled connection: request smuggling.
     @Test func aConnectionTokenNamingContentLengthKeepsTheFraming() throws {
@@ -125,6 +153,9 @@ import TestSupport
         "HTTP/1.1 200 OK\r\nX-A: a\u{1}b\r\nContent-Length: 2\r\n\r\nok",
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n",
+        // LF-ended lines: refused as they arrive, not waited on until the idle timeout.
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok",
+        "HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
     ])
     func brokenResponsesBecome502(response: String) throws {
         let origin = try RawOrigin(always: response)

@@ -44,6 +44,21 @@ import Testing
         ("GET http://a/ HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400),
         ("GET http://a/ HTTP/1.1\r\nX-A: a\u{1B}[31m\r\n\r\n", 400),
         ("GET\thttp://a/ HTTP/1.1\r\n\r\n", 400),
+        // Line endings (RFC 9112 section 2.2): a bare LF or CR anywhere refuses the head at once,
+        // whether or not a CRLFCRLF ever follows (an LF-ended head never has one).
+        ("GET http://a/ HTTP/1.1\nHost: a\r\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\n\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\nHost: a\n\n", 400),
+        ("GET http://a/ HTTP/1.1\n\n", 400),
+        ("GET http://a/ HTTP/1.1\r\n\n", 400),
+        ("GET http://a/ HTTP/1.1\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\r\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\r", 400),
+        ("GET http://a/ HTTP/1.1\rHost: a\r\r", 400),
+        ("\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
+        ("\r\n\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
         // Request line, target and Host (RFC 9112 sections 2.2, 3).
         ("\r\n\r\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
         ("GET http://a/ HTTP/1.10\r\n\r\n", 400),
@@ -63,6 +78,14 @@ import Testing
     ])
     func hostileRequestHeadsAreRefused(text: String, expected: Int) {
         #expect(status(text) == expected)
+    }
+
+    /// Only a CR that is the last byte so far leaves a head undecided; a CRLF-ended head still
+    /// waits for its blank line.
+    @Test(arguments: ["GET http://a/ HTTP/1.1\r", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r",
+                      "GET http://a/ HTTP/1.1\r\nHost: a\r\n", "\r\n", "\r"])
+    func aHeadWithOnlyCRLFsSoFarIsIncomplete(text: String) throws {
+        #expect(try request(text) == nil)
     }
 
     @Test func oneEmptyLineBeforeTheRequestLineIsSkippedAndCounted() throws {
@@ -213,6 +236,11 @@ import Testing
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: , \r\n\r\n",
         "HTTP/1.1 600 Internal\r\n\r\n",
         "HTTP/1.1 200 OK\r\nX[1]: a\r\n\r\n",
+        // LF-ended lines are refused as they arrive, not waited on until a CRLFCRLF.
+        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\n",
+        "HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+        "HTTP/1.1 204 No Content\r\n\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\r",
     ])
     func hostileResponseHeadsAreRefused(text: String) {
         #expect(throws: ResponseHead.Malformed.self) { try response(text) }
