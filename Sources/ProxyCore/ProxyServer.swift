@@ -13,6 +13,8 @@ public final class ProxyServer: @unchecked Sendable {
     private let current: Mutex<ProxyContext>
     private let shared: ServerShared
     private let loops: [ProxyLoop]
+    /// How many event loops run, and why that many (the start-up line says both).
+    public let loopAllowance: CPUAllowance
     private let listenFDs: [Int32]
     private let addresses: [SocketAddress]
     /// Set while any loop has paused accepting at the connection cap.
@@ -28,8 +30,10 @@ public final class ProxyServer: @unchecked Sendable {
     package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
                 observer: DecisionObserver? = nil) throws(SystemError) {
         var configuration = configuration
-        let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        loops = (0..<count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
+        // One loop per CPU the process may use (affinity and cgroup quota included), unless configured.
+        loopAllowance = configuration.loopCount > 0
+            ? CPUAllowance(count: configuration.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
+        loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
         var bound: [(Int32, SocketAddress)] = []
         do throws(SystemError) {
             if inherited.isEmpty {
@@ -111,6 +115,9 @@ public final class ProxyServer: @unchecked Sendable {
         }
         if configuration.admin != old.admin, configuration.admin?.port != 0 {
             warnings.append("the admin address does not change on reload; restart to apply")
+        }
+        if configuration.loopCount != old.loopCount {
+            warnings.append("the number of event loops does not change on reload; restart to apply")
         }
         configuration.listen = old.listen
         configuration.admin = old.admin

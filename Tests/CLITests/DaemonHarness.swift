@@ -78,8 +78,10 @@ final class Daemon {
     let process: BackgroundProcess
     let port: Int
 
-    init(_ arguments: [String]) throws {
-        process = try BackgroundProcess(Atsgate.binary.path, ["run", "--listen", "127.0.0.1:0"] + arguments)
+    /// `launcher`: a command the daemon runs under (e.g. `taskset -c 0`), its arguments first.
+    init(_ arguments: [String], launcher: [String] = []) throws {
+        let command = launcher + [Atsgate.binary.path, "run", "--listen", "127.0.0.1:0"] + arguments
+        process = try BackgroundProcess(command[0], Array(command.dropFirst()))
         try process.wait { _, err in err.contains("listening on ") }
         let line = process.stderr.split(separator: "\n").first { $0.contains("listening on ") } ?? ""
         guard let match = line.firstMatch(of: /listening on 127\.0\.0\.1:(\d+)/), let port = Int(match.1) else {
