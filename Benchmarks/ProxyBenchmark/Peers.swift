@@ -60,7 +60,7 @@ extension Bench {
             var arguments = ["run", "--listen", "127.0.0.1:\(port)", "--log-format", "json"]
             // The decision log is on; it goes to /dev/null, except the check's, which names the refusals.
             var decisions = "/dev/null"
-            if run == .plain {
+            if run == .plain || run.loops != nil {
                 arguments += ["--connect-port", String(Bench.originPort)]
             } else {
                 arguments += ["--connect-port", String(Bench.tlsPort), "--local-network", "192.0.2.0/24",
@@ -74,8 +74,14 @@ extension Bench {
                 case .untrusted:
                     arguments += ["--tls-inspection", "on"]
                     decisions = tmp + "/atsgate-untrusted.decisions"
-                case .plain: break
+                case .plain, .oneLoop, .twoLoops: break
                 }
+            }
+            if let loops = run.loops {
+                // Pinned to the first CPUs it may use, one per loop (Benchmarks/ProxyBenchmark/LoopScaling.swift).
+                let cpus = Bench.allowedCPUs().prefix(loops).map(String.init).joined(separator: ",")
+                return try Command.start("taskset", ["-c", cpus, atsgate] + arguments + ["--loops", String(loops)],
+                                         stdout: decisions, stderr: log)
             }
             return try Command.start(atsgate, arguments, stdout: decisions, stderr: log)
         }
