@@ -131,6 +131,23 @@ import TestSupport
         _ = try daemon.stop()
     }
 
+    /// A tunnel answered 200 whose client goes before sending a byte is logged all the same: the
+    /// decision was made and acted on (the soak's descriptor burst found such CONNECTs unlogged).
+    @Test func aTunnelClosedBeforeItsFirstByteIsLogged() throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon(["--connect-port", "\(origin.port)", "--head-timeout", "30"])
+        let client = try daemon.openTunnel(to: origin.port)
+        client.shutdownWrite()
+        #expect(client.readAll().isEmpty, "the tunnel ends without bytes")
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(records.count == 1)
+        #expect(record["method"] as? String == "CONNECT")
+        #expect(record["action"] as? String == "allow")
+        #expect(record["bytes_up"] as? Int == 0)
+        #expect((record["message"] as? String)?.contains("before sending a byte") == true, "\(record)")
+    }
+
     @Test func connectWithContentIsRefused() throws {
         let daemon = try Daemon([])
         let client = try RawClient(port: daemon.port)
