@@ -135,7 +135,8 @@ final class Run: @unchecked Sendable {
 
     func go() -> Bool {
         say("atsgate \(daemon.binary) on 127.0.0.1:\(daemon.port) (admin \(daemon.adminPort)), ulimit -n \(daemon.descriptorLimit), "
-            + "\(Int(duration)) s of load, a sample every \(Int(options.interval)) s; run directory \(world.directory)")
+            + "\(Int(duration)) s of load, a sample every \(Int(options.interval)) s; slow DNS on 127.0.0.1:\(world.resolver.port) (UDP); "
+            + "run directory \(world.directory)")
         for note in faults.skipped { say("fault skipped: \(note)") }
         let hitsBefore = daemon.metric("atsgate_probe_cache_total{result=\"hit\"") ?? 0
         let missesBefore = daemon.metric("atsgate_probe_cache_total{result=\"miss\"") ?? 0
