@@ -89,8 +89,22 @@ package struct ResponseHead {
     /// The length every Content-Length element agrees on.
     package var contentLength: Int? { framing.contentLength }
 
-    /// The head for the client: hop-by-hop fields removed, Via added, Connection set.
+    /// The proxy removes the chunked coding for this client: an HTTP/1.0 client cannot read it (RFC
+    /// 9112 section 6.1: no Transfer-Encoding in a response to HTTP/1.0), so the chunk data goes to it
+    /// alone, delimited by the close, and the trailer fields are dropped (section 7.1.2 lets a
+    /// recipient that removes the coding discard them; they must never join the body). Sent as it
+    /// came, the chunk lines and trailer became part of the body, and a kept-alive client waited
+    /// for an end it could not find. Only a body whose one coding is chunked: what another coding
+    /// leaves is no better for such a client.
+    package func removesChunking(forClientMinorVersion minor: Int) -> Bool {
+        minor == 0 && framing.isChunked && framing.codings == 1
+    }
+
+    /// The head for the client: hop-by-hop fields removed, Via added, Connection set; for a client
+    /// the chunked coding is removed for, no Transfer-Encoding and `Connection: close`.
     package func rewritten(keepAlive: Bool, clientMinorVersion: Int) -> [UInt8] {
+        let dechunked = removesChunking(forClientMinorVersion: clientMinorVersion)
+        let keepAlive = keepAlive && !dechunked
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 64)
         out.append(contentsOf: "HTTP/1.1 ".utf8)
@@ -99,7 +113,8 @@ package struct ResponseHead {
         out.append(contentsOf: bytes[reason])
         out.append(contentsOf: "\r\n".utf8)
         bytes.withUnsafeBytes { bytes in
-            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, contentLength: contentLength, to: &out)
+            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, contentLength: contentLength,
+                                           dropTransferEncoding: dechunked, to: &out)
         }
         out.append(contentsOf: HeaderFields.via(receivedMinorVersion: minorVersion))
         if !keepAlive {

@@ -270,6 +270,36 @@ import TestSupport
         #expect(records.first?["reason"] as? String == "upstream-truncated")
     }
 
+    /// A chunked response whose trailer section carries a field, to an HTTP/1.0 client: it cannot
+    /// read the chunked coding (RFC 9112 section 6.1), so it gets the chunk data alone, delimited by
+    /// the close, and the trailer field is dropped (section 7.1.2), never part of the body. Sent as
+    /// it came, a kept-alive HTTP/1.0 client waited for an end it could not find. HTTP/1.1 clients
+    /// still get the body as it came, trailer and all.
+    @Test(arguments: ["", "Connection: keep-alive\r\n"])
+    func anHTTP10ClientGetsAChunkedBodyWithoutItsCodingOrTrailer(connection: String) throws {
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
+            + "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 42\r\n\r\n"
+        let origin = try RawOrigin(always: chunked)
+        let daemon = try Daemon(["--head-timeout", "60"])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.0\r\nHost: x\r\n\(connection)\r\n")
+        // A wait shows as no end within the client's 10 s: readAll returns only at the close.
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "reply: \(reply)")
+        #expect(!reply.lowercased().contains("transfer-encoding"), "reply: \(reply)")
+        #expect(reply.contains("\r\nConnection: close\r\n"), "reply: \(reply)")
+        #expect(reply.hasSuffix("\r\n\r\nhello world"), "the chunk data alone: \(reply)")
+        #expect(!reply.contains("X-Checksum: 42"))
+
+        let modern = try RawClient(port: daemon.port)
+        modern.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let passed = modern.readAll()
+        #expect(passed.contains("\r\nTransfer-Encoding: chunked\r\n"), "\(passed)")
+        #expect(passed.hasSuffix("\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 42\r\n\r\n"), "\(passed)")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.allSatisfy { $0["action"] as? String == "allow" && $0["status"] as? Int == 200 }, "\(records)")
+    }
+
     /// A request-head timeout is an error with its reason, not an allow.
     @Test func aHeadTimeoutIsLoggedAsAnError() throws {
         let daemon = try Daemon(["--head-timeout", "0.3"])

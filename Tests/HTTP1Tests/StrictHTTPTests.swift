@@ -198,6 +198,37 @@ import Testing
         #expect(scan(body, split: 2) == nil)
     }
 
+    /// The chunk data alone, however the body is cut: what an HTTP/1.0 client gets.
+    @Test func chunkDataIsTheBodyWithoutItsCoding() throws {
+        let body = Array("5;name=\"v;x\"\r\nhello\r\n6\r\n world\r\n0;last\r\nX-Checksum: 1\r\nX-Empty:\r\n\r\nGET /next".utf8)
+        for cut in 0...body.count {
+            var framing = MessageBody.chunked(ChunkedScanner())
+            var content: [UInt8] = []
+            var taken = 0
+            for piece in [body[..<cut], body[cut...]] where !framing.isComplete {
+                taken += try Array(piece).withUnsafeBytes { bytes in
+                    try framing.take(bytes) { content += bytes[$0] }
+                }
+            }
+            #expect(String(decoding: content, as: UTF8.self) == "hello world", "cut at \(cut)")
+            #expect(taken == body.count - "GET /next".utf8.count, "cut at \(cut)")
+        }
+    }
+
+    /// For an HTTP/1.0 client the chunked coding goes (and the connection closes after the body);
+    /// an HTTP/1.1 client gets the head as it came. Another coding before chunked stays as it was.
+    @Test func theHeadForAnHTTP10ClientLosesTheChunkedCoding() throws {
+        let head = try #require(try response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n"))
+        #expect(head.removesChunking(forClientMinorVersion: 0))
+        #expect(!head.removesChunking(forClientMinorVersion: 1))
+        let old = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 0), as: UTF8.self)
+        #expect(old == "HTTP/1.1 200 OK\r\nX-A: 1\r\nVia: 1.1 atsgate\r\nConnection: close\r\n\r\n")
+        let new = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 1), as: UTF8.self)
+        #expect(new == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nVia: 1.1 atsgate\r\n\r\n")
+        let gzipped = try #require(try response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"))
+        #expect(!gzipped.removesChunking(forClientMinorVersion: 0))
+    }
+
     @Test func chunkLinesAndTrailersAreBounded() {
         #expect(scan("5;" + String(repeating: "a", count: 5000) + "\r\n") == nil)
         let trailers = (0..<2000).map { "X-\($0): 1234567890\r\n" }.joined()
