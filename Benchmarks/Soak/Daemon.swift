@@ -81,6 +81,15 @@ final class Daemon: @unchecked Sendable {
         return false
     }
 
+    /// A client connection for ledger entry `id`; when none can be made the request was never
+    /// sent, and the entry is withdrawn (no record expected) and closed as failed.
+    func connect(for id: Int, _ ledger: Ledger) -> Wire? {
+        if let wire = try? Wire(port: port) { return wire }
+        ledger.withdraw(id)
+        ledger.close(id, answered: false, expected: false, detail: "cannot connect to the proxy")
+        return nil
+    }
+
     /// One line of /metrics' text (the sum of a metric's series whose line starts with `prefix`).
     func metric(_ prefix: String) -> Double? {
         guard let wire = try? Wire(port: adminPort, timeout: 2) else { return nil }

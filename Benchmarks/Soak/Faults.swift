@@ -62,10 +62,7 @@ struct Faults: Sendable {
     /// logs one record, which has no User-Agent (the head was never read).
     private func slowloris() {
         let id = ledger.open(.slowloris, identified: false)
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            return ledger.close(id, answered: false, expected: false, detail: "cannot connect")
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return }
         defer { wire.close() }
         let started = Date()
         wire.send("GET http://www.soak.test:\(world.plainPort)/slow HTTP/1.1\r\n")
@@ -98,10 +95,7 @@ struct Faults: Sendable {
     /// A request, then the client's half-close at once: the daemon still answers it.
     private func halfCloseForward() {
         let id = ledger.open(.halfCloseForward)
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            return ledger.close(id, answered: false, expected: false, detail: "cannot connect")
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return }
         defer { wire.close() }
         let target = "www.soak.test:\(world.plainPort)"
         wire.send("GET http://\(target)/half-closed HTTP/1.1\r\nHost: \(target)\r\nUser-Agent: \(Ledger.userAgent(id))\r\n\(bob)\r\n")
@@ -115,10 +109,7 @@ struct Faults: Sendable {
     /// truncates (the head and part of the body, then a reset).
     private func forwardToFaultOrigin(_ kind: Ledger.Kind, path: String) {
         let id = ledger.open(kind)
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            return ledger.close(id, answered: false, expected: false, detail: "cannot connect")
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return }
         defer { wire.close() }
         let target = "faults.soak.test:\(world.faults.httpPort)"
         wire.send("GET http://\(target)\(path) HTTP/1.1\r\nHost: \(target)\r\nUser-Agent: \(Ledger.userAgent(id))\r\n\(bob)\r\n")
@@ -146,10 +137,7 @@ struct Faults: Sendable {
     /// A name only the slow resolver knows: answered (200) after its one-second wait.
     private func lateResolver(sequence: Int) {
         let id = ledger.open(.lateResolver)
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            return ledger.close(id, answered: false, expected: false, detail: "cannot connect")
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return }
         defer { wire.close() }
         let target = "late-\(sequence).soak.test:\(world.plainPort)"
         wire.send("GET http://\(target)/ HTTP/1.1\r\nHost: \(target)\r\nUser-Agent: \(Ledger.userAgent(id))\r\n\(bob)\r\n")
@@ -160,11 +148,7 @@ struct Faults: Sendable {
     /// CONNECT faults.soak.test:PORT as bob; the open tunnel and its entry, or nil (entry closed).
     private func openTunnel(_ kind: Ledger.Kind, port: Int) -> (Wire, Int)? {
         let id = ledger.open(kind)
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            ledger.close(id, answered: false, expected: false, detail: "cannot connect")
-            return nil
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return nil }
         let target = "faults.soak.test:\(port)"
         wire.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nUser-Agent: \(Ledger.userAgent(id))\r\n\(bob)\r\n")
         guard let answer = wire.readResponse(headOnly: true), answer.status == 200 else {

@@ -62,11 +62,7 @@ struct Load: Sendable {
     func tunnel() {
         let id = ledger.open(.tunnel)
         let started = Date()
-        guard let wire = try? Wire(port: daemon.port) else {
-            ledger.withdraw(id)
-            ledger.close(id, answered: false, expected: false, detail: "cannot connect to the proxy")
-            return
-        }
+        guard let wire = daemon.connect(for: id, ledger) else { return }
         defer { wire.close() }
         let target = "www.soak.test:\(world.plainPort)"
         wire.send("CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\nUser-Agent: \(Ledger.userAgent(id))\r\n"
