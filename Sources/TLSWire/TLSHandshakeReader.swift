@@ -32,6 +32,8 @@ public struct TLSHandshakeReader: Sendable {
     /// Handshake bytes not yet forming a whole message.
     private var message: [UInt8] = []
     private var skipsChangeCipherSpec = false
+    /// A whole handshake message has been read (a HelloRetryRequest can only answer one).
+    private var readAMessage = false
     private var failure: TLSWireError?
 
     public init(maximumMessageLength: Int = TLSHandshakeReader.defaultMaximumMessageLength) {
@@ -106,9 +108,12 @@ public struct TLSHandshakeReader: Sendable {
     /// client's next ChangeCipherSpec is TLS 1.3's compatibility one, and a second ClientHello follows
     /// it. (The server-direction reader notices a HelloRetryRequest by itself.) Has no effect once
     /// the reader has stopped, which happens for a client that sent its ChangeCipherSpec right after
-    /// the first ClientHello.
+    /// the first ClientHello; nor before the reader has read a message: a HelloRetryRequest answers
+    /// a ClientHello (RFC 8446 section 4.1.4), and a ChangeCipherSpec before the first one is no
+    /// compatibility record (section 5) but the end of the plaintext, as the first look
+    /// (`looksLikeTLS`) also sees it. (The fuzzer found the reader skipping one.)
     public mutating func serverSentHelloRetryRequest() {
-        skipsChangeCipherSpec = true
+        if readAMessage { skipsChangeCipherSpec = true }
     }
 
     /// Whether the first bytes of a stream can be the start of a ClientHello: a handshake record
@@ -203,6 +208,7 @@ public struct TLSHandshakeReader: Sendable {
                 skipsChangeCipherSpec = true
             }
             messages.append(HandshakeMessage(type: type, body: body))
+            readAMessage = true
             offset += 4 + length
         }
         if offset == message.count {
