@@ -26,6 +26,10 @@ struct Soak: ParsableCommand {
     @Option(help: ArgumentHelp("Where to write the SVG chart.", valueName: "file"))
     var svg = "soak.svg"
 
+    @Option(name: .customLong("reload-every"), help: ArgumentHelp(
+        "Seconds between SIGHUPs (0: none, to tell a reload's share of a growth from the load's).", valueName: "seconds"))
+    var reloadEvery = 60.0
+
     @Option(help: "The daemon's open-file limit (ulimit -n): low, so that the burst exhausts it.")
     var descriptors = 256
 
@@ -37,6 +41,7 @@ struct Soak: ParsableCommand {
 
     func validate() throws {
         guard minutes > 0, interval >= 1 else { throw ValidationError("--minutes must be positive and --interval at least 1 s") }
+        guard reloadEvery == 0 || reloadEvery >= 5 else { throw ValidationError("--reload-every must be 0 or at least 5 s") }
         guard descriptors >= 64, burst > 0 else { throw ValidationError("--descriptors must be at least 64, --burst positive") }
     }
 
@@ -128,7 +133,9 @@ final class Run: @unchecked Sendable {
     /// one that grows the heap by a step (a second generation of policies and trust store beside the
     /// first, until the old one's connections end; later reloads reuse the memory): in a one-minute
     /// run's second half, that one step alone would look like a climb.
-    private var reloadTimes: [Double] { stride(from: 15.0, to: duration, by: 60).map { $0 } }
+    private var reloadTimes: [Double] {
+        options.reloadEvery > 0 ? stride(from: 15.0, to: duration, by: options.reloadEvery).map { $0 } : []
+    }
     private var burstTimes: [Double] {
         duration < 240 ? [12] : stride(from: 122.0, to: duration - 20, by: 300).map { $0 }
     }

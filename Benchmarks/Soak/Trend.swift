@@ -4,12 +4,16 @@ import Foundation
 /// second half (the first half is warm-up: caches fill, the allocator and the thread pool find
 /// their size), judged by the lower end of its slope's two-standard-error band. Load makes every
 /// series move; a series grows only when even the low end of the band climbs faster than its
-/// floor. A short run has a wide band and cannot convict; a long one narrows it.
+/// floor, and the line rises over the half by more than one step a bounded pool can take (a thread
+/// Dispatch adds once is a step, not a climb: with so little noise its band alone is narrow enough
+/// to convict it). A short run has a wide band and cannot convict; a long one narrows it.
 struct Trend {
     let name: String
     let unit: String
     /// Growth per minute below which a series counts as flat, and why that much.
     let floor: Double
+    /// The least rise over the second half that counts (the size of a bounded step).
+    let step: Double
     let why: String
     let points: [(time: Double, value: Double)]
 
@@ -34,17 +38,24 @@ struct Trend {
         return (slope, error, intercept)
     }
 
-    /// Grows: the slope's lower bound (slope - 2 standard errors) is above the floor.
+    /// How much the fitted line rises from the half's first sample to its last.
+    var rise: Double? {
+        guard let fit, let first = points.first, let last = points.last else { return nil }
+        return fit.slope * (last.time - first.time) / 60
+    }
+
+    /// Grows: the slope's lower bound (slope - 2 standard errors) is above the floor, and the line
+    /// rises by more than a step.
     var grows: Bool {
-        guard let fit else { return false }
-        return fit.slope - 2 * fit.error > floor
+        guard let fit, let rise else { return false }
+        return fit.slope - 2 * fit.error > floor && rise > step
     }
 
     var verdict: String {
-        guard let fit else { return "too few samples in the second half to tell" }
-        let band = String(format: "%+.3g +- %.2g %@/min", fit.slope, 2 * fit.error, unit)
-        return grows ? "GROWS: \(band), above the floor of \(format(floor)) \(unit)/min"
-            : "flat: \(band) (floor \(format(floor)) \(unit)/min)"
+        guard let fit, let rise else { return "too few samples in the second half to tell" }
+        let band = String(format: "%+.3g +- %.2g %@/min, %+.3g over the half", fit.slope, 2 * fit.error, unit, rise)
+        let limits = "floor \(format(floor)) \(unit)/min and a rise of \(format(step))"
+        return grows ? "GROWS: \(band), above the \(limits)" : "flat: \(band) (\(limits))"
     }
 
     private func format(_ value: Double) -> String { String(format: "%.3g", value) }
@@ -58,22 +69,22 @@ struct Trend {
         let p99s = half.compactMap(\.p99).sorted()
         let typicalP99 = p99s.isEmpty ? 0 : p99s[p99s.count / 2]
         return [
-            Trend(name: "descriptors", unit: "fds", floor: 1,
-                  why: "a leak of one a minute exhausts a 10,000 limit in a week of lab use",
+            Trend(name: "descriptors", unit: "fds", floor: 1, step: 8,
+                  why: "a leak of one a minute exhausts a 10,000 limit in a week of lab use; 8 is the pool and a few exchanges in flight",
                   points: series { Double($0.descriptors) }),
-            Trend(name: "RSS", unit: "MiB", floor: 0.5,
-                  why: "half a MiB a minute is 5 GiB a week; an exchange's buffers (256 KiB each) come and go below it",
+            Trend(name: "RSS", unit: "MiB", floor: 0.5, step: 4,
+                  why: "half a MiB a minute is 5 GiB a week; 4 MiB is what a reload's second generation of policies and trust store took",
                   points: series { Double($0.rssKiB) / 1024 }),
-            Trend(name: "threads", unit: "threads", floor: 0.2,
-                  why: "Dispatch's pool grows and shrinks with load, but a thread every five minutes is a leak",
+            Trend(name: "threads", unit: "threads", floor: 0.2, step: 2,
+                  why: "Dispatch's pool grows and shrinks with load (a step of one or two), but a thread every five minutes is a leak",
                   points: series { Double($0.threads) }),
-            Trend(name: "CLOSE_WAIT", unit: "sockets", floor: 0.2,
-                  why: "a socket the peer closed and the daemon kept; a few in passing, never a climb",
+            Trend(name: "CLOSE_WAIT", unit: "sockets", floor: 0.2, step: 2,
+                  why: "a socket the peer closed and the daemon kept; one or two in passing, never a climb",
                   points: series { Double($0.closeWait) }),
-            Trend(name: "p99 latency", unit: "ms", floor: max(5, 0.05 * typicalP99),
-                  why: "5 ms or 5% of the typical p99 a minute: queueing that builds up, not the noise of a shared machine",
+            Trend(name: "p99 latency", unit: "ms", floor: max(5, 0.05 * typicalP99), step: max(20, 0.2 * typicalP99),
+                  why: "5 ms or 5% of the typical p99 a minute, and 20 ms or 20% in all: queueing that builds up, not the noise of a shared machine",
                   points: series { $0.p99 }),
-            Trend(name: "errors", unit: "per interval", floor: 0.5,
+            Trend(name: "errors", unit: "per interval", floor: 0.5, step: 5,
                   why: "load requests that did not end as expected; a few under the descriptor burst, never a rising rate",
                   points: series { Double($0.errors) }),
         ]
