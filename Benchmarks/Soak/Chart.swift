@@ -49,13 +49,13 @@ struct Chart {
         let width = 460.0, height = 230.0, columns = 2
         let all = panels
         let rows = (all.count + columns - 1) / columns
-        let total = (w: width * Double(columns), h: height * Double(rows) + 40)
+        let total = (w: width * Double(columns), h: height * Double(rows) + 50)
         var out = [##"<svg xmlns="http://www.w3.org/2000/svg" width="\##(Int(total.w))" height="\##(Int(total.h))" font-family="sans-serif" font-size="11">"##]
         out.append(##"<rect width="100%" height="100%" fill="white"/>"##)
         out.append(##"<text x="10" y="22" font-size="14" font-weight="bold">\##(escape(title))</text>"##)
-        out.append(##"<text x="\##(total.w - 10)" y="22" text-anchor="end"><tspan fill="#1f77b4">| reload (SIGHUP)</tspan>  <tspan fill="#ff7f0e">| descriptor burst</tspan>  <tspan fill="#2ca02c">- - flat</tspan>  <tspan fill="#d62728">- - grows</tspan> (second half's fit)</text>"##)
+        out.append(##"<text x="10" y="40"><tspan fill="#1f77b4">| reload (SIGHUP)</tspan>  <tspan fill="#ff7f0e">| descriptor burst</tspan>  <tspan fill="#2ca02c">- - flat</tspan>  <tspan fill="#d62728">- - grows</tspan> (second half's fit)</text>"##)
         for (index, panel) in all.enumerated() {
-            let x0 = Double(index % columns) * width, y0 = 40 + Double(index / columns) * height
+            let x0 = Double(index % columns) * width, y0 = 50 + Double(index / columns) * height
             out += draw(panel, x: x0, y: y0, width: width, height: height)
         }
         out.append("</svg>")
@@ -63,7 +63,7 @@ struct Chart {
     }
 
     private func draw(_ panel: Panel, x: Double, y: Double, width: Double, height: Double) -> [String] {
-        let left = x + 55, right = x + width - 15, top = y + 28, bottom = y + height - 30
+        let left = x + 55, right = x + width - 30, top = y + 28, bottom = y + height - 30
         let values = panel.lines.flatMap { $0.points.map(\.1) }
         let maximum = max(1, (values.max() ?? 1) * 1.1)
         let span = max(duration, 1)
