@@ -153,11 +153,12 @@ package enum HeaderFields {
     /// names, Host (the caller writes the one it means), and (for requests) every Proxy-* field
     /// left out. Content-Length is written once, as `contentLength`, however the message spelled it.
     package static func appendForwardable(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField], dropProxyFields: Bool,
-                                  contentLength: Int?, to out: inout [UInt8]) {
+                                  contentLength: Int?, dropTransferEncoding: Bool = false, to out: inout [UInt8]) {
         let named = namedByConnection(head, fields)
         var lengthWritten = false
         for field in fields {
             if field.kind.isHopByHop || field.kind == .host || (dropProxyFields && field.kind.isProxyField) { continue }
+            if dropTransferEncoding && field.kind == .transferEncoding { continue }
             if field.kind == .contentLength {
                 guard !lengthWritten, let contentLength else { continue }
                 lengthWritten = true

@@ -730,7 +730,10 @@ package final class ProxyConnection {
         switch writeClient(&outbound) {
         case .done: break
         case .wouldBlock: return client.wantWrite(true)
-        case .failed: return close()
+        case .failed:
+            // A tunnel's record is written when it ends: one whose 200 could not be sent ends here.
+            if case .tunnel = next { return finish() }
+            return close()
         }
         client.wantWrite(false)
         switch next {

@@ -157,6 +157,12 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Most connections open at once; accepting pauses at the cap.")
     var maxConnections = 10_000
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Event loops (threads serving connections). Default: one per CPU the process may use: the online \
+        CPUs, narrowed by the CPU affinity mask and a cgroup v2 cpu.max quota (rounded up).
+        """, valueName: "count"))
+    var loops: Int?
+
     @Option(name: .long, help: ArgumentHelp("Seconds to receive a complete request head.", valueName: "seconds"))
     var headTimeout = 10.0
 
@@ -278,6 +284,7 @@ struct RunCommand: ParsableCommand {
         if logFile != nil, logFormat == .journal {
             throw ValidationError("--log-file takes json or text records; journal records go to journald")
         }
+        if let loops, !(1...1024).contains(loops) { throw ValidationError("--loops must be 1 to 1024, not \(loops)") }
     }
 
     /// The daemon's configuration from these flags (the config file already folded in), with the
@@ -364,6 +371,7 @@ struct RunCommand: ParsableCommand {
         if let logBuffer { configuration.logBufferBytes = logBuffer.bytes }
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.maximumConnections = maxConnections
+        configuration.loopCount = loops ?? 0
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
@@ -479,6 +487,8 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
         }
         ProxyServer.version = AtsgateVersion.string
+        let loops = server.loopAllowance
+        ServiceManager.say("\(loops.count) event loop\(loops.count == 1 ? "" : "s"): \(loops.source)")
         server.start()
         admin?.start()
         var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
