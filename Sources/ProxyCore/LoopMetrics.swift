@@ -55,6 +55,9 @@ package struct LoopMetrics {
         }
     }
 
+    /// Request durations by kind and action (`atsgate_request_duration_seconds`).
+    package var requestDurations = RequestDurations()
+
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
@@ -76,6 +79,7 @@ package struct LoopMetrics {
         } else if record.reason?.isUpstreamFailure == true {
             upstream[UpstreamKey(parent: record.parent ?? "", result: reason), default: 0] += 1
         }
+        requestDurations.count(record)
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -86,6 +90,7 @@ package struct LoopMetrics {
         handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
         keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
+        requestDurations.add(other.requestDurations)
     }
 }
 

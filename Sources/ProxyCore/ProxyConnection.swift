@@ -643,6 +643,7 @@ package final class ProxyConnection {
         disarm()
         upstreamAddress = address
         record.upstreamIP = address.ip
+        record.connectedAfter = monotonic() - started
         parent = attempt.parent
         if let parent = attempt.parent { context.shared.parentHealth.markUp(parent) }
         let destination = attempt.destination
