@@ -110,6 +110,14 @@ let package = Package(
             path: "Benchmarks/ProxyBenchmark"
         ),
 
+        // Not a test: scripts/soak runs it (release) against the release daemon, a process it starts:
+        // mixed load with faults for N minutes, failing on growth or a lost request.
+        .executableTarget(
+            name: "Soak",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/Soak"
+        ),
+
         // What every test target shares: captured handshakes, loopback clients and origins, ports
         // bound at 0, a seeded generator, an in-memory decision log.
         .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),

@@ -31,7 +31,12 @@ final class Bench {
     var atsgateHasAdmin = false
     /// `atsgate run --listen-tls` exists (the row of tunnels with TLS to the proxy).
     var atsgateHasListenTLS = false
-    let results = Results()
+    /// The current round's numbers; after the last round, all rounds folded together (`--repeat`).
+    var results = Results()
+    /// `--loop-scaling`: 1 loop on 1 CPU against 2 loops on 2 CPUs.
+    let loopScaling: Bool
+    /// The origin's nginx (its master; the workers are its children).
+    var originPID: pid_t?
     /// /proc/loadavg's three averages when the run began.
     let loadAverageAtStart: String
     private var nextPort = Bench.firstProxyPort
@@ -43,6 +48,7 @@ final class Bench {
         quick = options.quick
         idleCount = options.idle
         countSystemCalls = options.syscalls
+        loopScaling = options.loopScaling
         pause = options.quick ? 0.5 : 1
         root = Bench.repositoryRoot()
         let template = "/tmp/atsgate-bench.XXXXXX"

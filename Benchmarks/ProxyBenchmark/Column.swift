@@ -36,6 +36,8 @@ enum AtsgateRun: String {
     /// TLS inspection off, on with cached verdicts, on with a cold verdict per tunnel, and the check
     /// without the run's CA (every TLS tunnel must be refused).
     case off, on, cold, untrusted
+    /// `--loop-scaling`: the plain daemon with `--loops 1` pinned to one CPU, and `--loops 2` on two.
+    case oneLoop, twoLoops
 
     /// The column of the table where a TLS run's numbers go.
     var column: String {
@@ -44,6 +46,17 @@ enum AtsgateRun: String {
         case .off: "atsgate_off"
         case .cold: "atsgate_cold"
         case .untrusted: "atsgate_check"
+        case .oneLoop: "atsgate_1loop"
+        case .twoLoops: "atsgate_2loops"
+        }
+    }
+
+    /// Event loops, for the loop-scaling runs.
+    var loops: Int? {
+        switch self {
+        case .oneLoop: 1
+        case .twoLoops: 2
+        default: nil
         }
     }
 }

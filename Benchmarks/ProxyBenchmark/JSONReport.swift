@@ -94,6 +94,19 @@ extension Report {
             "atsgate_note": bench.atsgateNote ?? NSNull(),
             "columns": columns,
             "tls_inspection": inspection,
+            "rounds": results.rounds,
+            // --repeat: every figure's values over the rounds, by "column:metric" (the cells are medians).
+            "spread": Dictionary(uniqueKeysWithValues: results.spreads.map { key, spread in
+                (key, ["min": spread.minimum, "max": spread.maximum, "median": spread.median, "values": spread.values] as [String: Any])
+            }),
+            "loop_scaling": bench.loopScaling ? [
+                "one_loop_one_cpu": ["tunnels_per_s": number("atsgate_1loop", "tps"), "p99_ms": number("atsgate_1loop", "p99"),
+                                     "proxy_cpu_us_per_tunnel": number("atsgate_1loop", "tps_cpu_us")],
+                "two_loops_two_cpus": ["tunnels_per_s": number("atsgate_2loops", "tps"), "p99_ms": number("atsgate_2loops", "p99"),
+                                       "proxy_cpu_us_per_tunnel": number("atsgate_2loops", "tps_cpu_us")],
+                "client_cpus": bench.loopScalingClientCPUs,
+                "goal_ratio": Bench.loopScalingGoal,
+            ] as [String: Any] : NSNull(),
         ]
         return try JSONSerialization.data(withJSONObject: root, options: [.prettyPrinted, .sortedKeys])
     }

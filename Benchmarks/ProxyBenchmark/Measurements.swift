@@ -34,9 +34,12 @@ extension Bench {
     private var originTarget: String { "127.0.0.1:\(Bench.originPort)" }
     private var tlsTarget: String { "127.0.0.1:\(Bench.tlsPort)" }
 
-    /// Runs loadgen to its end; its result line (the last line of stdout), or nil with the error logged.
-    private func loadgenRun(_ arguments: [String], column: String, metric: String, what: String) -> (line: String, stderr: String)? {
-        let result = Command.run(loadgen, arguments, timeout: Double(duration + 60), scratch: tmp + "/lg")
+    /// Runs loadgen to its end (under `launcher`, e.g. taskset, when given); its result line (the last
+    /// line of stdout), or nil with the error logged.
+    private func loadgenRun(_ arguments: [String], column: String, metric: String, what: String,
+                            launcher: [String] = []) -> (line: String, stderr: String)? {
+        let command = launcher + [loadgen] + arguments
+        let result = Command.run(command[0], Array(command.dropFirst()), timeout: Double(duration + 60), scratch: tmp + "/lg")
         let line = result?.stdout.split(separator: "\n").last.map(String.init) ?? ""
         if line.isEmpty {
             results.setNote(column, metric, "loadgen failed")
@@ -63,13 +66,16 @@ extension Bench {
     /// 8 threads: connect, CONNECT, GET /small with Connection: close, read to EOF, close. With
     /// `proxyTLS`, the same over the proxy's TLS listener (a full handshake with the proxy first, then
     /// everything inside that TLS): metrics `tps_tls`, `p50_tls`, `p99_tls`, `tps_tls_cpu_us`.
-    func measureTunnels(_ column: String, address: String, proxy: RunningProxy?, proxyTLS: Bool = false) {
+    /// `launcher`: a command loadgen runs under (`taskset`, for the loop-scaling rows).
+    func measureTunnels(_ column: String, address: String, proxy: RunningProxy?, proxyTLS: Bool = false,
+                        launcher: [String] = []) {
         let suffix = proxyTLS ? "_tls" : ""
         let metric = "tps" + suffix
         let cpu0 = proxy.map { ProcFS.treeCPUSeconds($0.process.pid) }
         let arguments = ["tunnels", "--proxy", address, "--target", originTarget, "--threads", "8",
                          "--duration", String(duration)] + (proxy == nil ? ["--direct"] : []) + (proxyTLS ? ["--proxy-tls"] : [])
-        guard let (line, stderr) = loadgenRun(arguments, column: column, metric: metric, what: "tunnels") else { return }
+        guard let (line, stderr) = loadgenRun(arguments, column: column, metric: metric, what: "tunnels",
+                                              launcher: launcher) else { return }
         let kv = keyValues(line)
         let completed = kv["completed"].flatMap { Int($0) }
         if let proxy, let cpu0 {

@@ -42,6 +42,7 @@ extension Bench {
             FileHandle.standardError.write(Data((readText(tmp + "/nginx.out") + readText(tmp + "/nginx-error.log")).utf8))
             throw BenchmarkError("nginx did not start on 127.0.0.1:\(port)")
         }
+        originPID = nginx.pid
     }
 
     private func readThrough(_ path: String) {

@@ -71,7 +71,7 @@ extension Bench {
             var arguments = ["run", "--listen", "127.0.0.1:\(port)", "--log-format", "json"]
             // The decision log is on; it goes to /dev/null, except the check's, which names the refusals.
             var decisions = "/dev/null"
-            if run == .plain {
+            if run == .plain || run.loops != nil {
                 arguments += ["--connect-port", String(Bench.originPort)]
                 if let tlsPort {
                     arguments += ["--listen-tls", "127.0.0.1:\(tlsPort)", "--listen-cert", tlsDirectory + "/server.pem",
@@ -89,8 +89,14 @@ extension Bench {
                 case .untrusted:
                     arguments += ["--tls-inspection", "on"]
                     decisions = tmp + "/atsgate-untrusted.decisions"
-                case .plain: break
+                case .plain, .oneLoop, .twoLoops: break
                 }
+            }
+            if let loops = run.loops {
+                // Pinned to the first CPUs it may use, one per loop (Benchmarks/ProxyBenchmark/LoopScaling.swift).
+                let cpus = Bench.allowedCPUs().prefix(loops).map(String.init).joined(separator: ",")
+                return try Command.start("taskset", ["-c", cpus, atsgate] + arguments + atsgateArguments + ["--loops", String(loops)],
+                                         stdout: decisions, stderr: log)
             }
             return try Command.start(atsgate, arguments + atsgateArguments, stdout: decisions, stderr: log)
         }

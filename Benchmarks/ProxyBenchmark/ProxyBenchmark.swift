@@ -49,6 +49,17 @@ struct ProxyBenchmark: ParsableCommand {
     @Flag(help: "Also count each proxy's system calls per tunnel (strace -c, a separate 2 s tunnels run).")
     var syscalls = false
 
+    @Option(help: ArgumentHelp("""
+        Runs everything N times, column after column each round, and prints each figure as the median \
+        of the rounds with its spread (min-max) in a table of its own.
+        """, valueName: "N"))
+    var `repeat` = 1
+
+    @Flag(name: .customLong("loop-scaling"), help: """
+        Also atsgate's tunnels with 1 event loop pinned to 1 CPU against 2 loops on 2 CPUs (taskset, --loops).
+        """)
+    var loopScaling = false
+
     @Flag(name: .customLong("no-build"), help: "Use the existing .build/release/atsgate (scripts/benchmark reads this).")
     var noBuild = false
 
@@ -66,6 +77,8 @@ struct ProxyBenchmark: ParsableCommand {
         if noTLS && tlsOnly { throw ValidationError("--no-tls and --tls-only exclude each other") }
         if idle <= 0 { throw ValidationError("--idle needs a positive count") }
         if let duration, duration <= 0 { throw ValidationError("--duration needs whole seconds above 0") }
+        if !(1...50).contains(`repeat`) { throw ValidationError("--repeat needs 1 to 50 rounds") }
+        if loopScaling && !columns.contains(.atsgate) { throw ValidationError("--loop-scaling measures atsgate: add it to --only") }
         for name in (only ?? "").split(separator: ",") where Column(rawValue: String(name)) == nil {
             throw ValidationError("unknown column '\(name)' (known: \(Column.allCases.map(\.rawValue).joined(separator: " ")))")
         }
@@ -82,7 +95,14 @@ struct ProxyBenchmark: ParsableCommand {
             bench.checkAtsgate()
             try bench.startOrigin()
             let started = Date()
-            bench.measureColumns()
+            var rounds: [Results] = []
+            for round in 1...`repeat` {
+                if `repeat` > 1 { say("round \(round) of \(`repeat`)") }
+                bench.results = Results()
+                bench.measureColumns()
+                rounds.append(bench.results)
+            }
+            bench.results = Results.combined(rounds)
             var usage = rusage()
             getrusage(RUSAGE_SELF.rawValue, &usage)
             let own = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
@@ -175,6 +195,7 @@ extension Bench {
             } else {
                 for step in plainSteps { results.setNote("atsgate", step.rawValue, "atsgate did not start") }
             }
+            if loopScaling { measureLoopScaling() }
         }
         guard tlsRows.tls else { return }
         if atsgateTLSNote != nil {

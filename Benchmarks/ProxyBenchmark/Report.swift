@@ -74,7 +74,7 @@ struct Report {
         bench.columns.map(\.rawValue) + (bench.selected(.atsgate) && bench.tlsRows.tls ? ["atsgate_off"] : [])
     }
 
-    private func format(_ metric: String, _ value: Double) -> String {
+    func format(_ metric: String, _ value: Double) -> String {
         if metric.hasSuffix("p99") || metric.hasSuffix("p50") || metric.hasPrefix("p99_") || metric.hasPrefix("p50_") {
             return String(format: value < 10 ? "%.2f" : "%.1f", value)
         }
@@ -116,13 +116,15 @@ struct Report {
         var out: [String] = [""]
         let date = ISO8601DateFormatter.string(from: started, timeZone: TimeZone(identifier: "UTC")!,
                                                formatOptions: [.withFullDate, .withTime, .withColonSeparatorInTime])
-        out.append("atsgate benchmark, started \(date.prefix(19))Z, \(ProcFS.cores) cores, \(bench.duration) s per measurement\(bench.quick ? " (--quick)" : ""), \(seconds) s in all")
+        let rounds = results.rounds > 1 ? ", each figure the median of \(results.rounds) rounds (--repeat; spreads below)" : ""
+        out.append("atsgate benchmark, started \(date.prefix(19))Z, \(ProcFS.cores) cores, \(bench.duration) s per measurement\(bench.quick ? " (--quick)" : "")\(rounds), \(seconds) s in all")
         out.append("")
         out.append("| workload | how |" + tableColumns.map { " \(bench.header(of: $0)) |" }.joined())
         out.append("| --- | --- |" + String(repeating: " --- |", count: tableColumns.count))
         for row in rows {
             out.append("| \(row.label) | \(row.how) |" + tableColumns.map { " \(cell($0, row.metric)) |" }.joined())
         }
+        out += spreadLines()
         if bench.selected(.atsgate), let note = bench.atsgateNote { out += ["", "atsgate: \(note)"] }
         if bench.selected(.atsgate), let note = bench.atsgateTLSNote { out += ["", "atsgate's TLS rows: \(note) (an older build)."] }
         if bench.selected(.floor) && bench.tlsRows.plain {
@@ -144,9 +146,27 @@ struct Report {
             out += ["", "Errors and notes:"] + results.log.map { "  " + $0 }
         }
         out += targetLines()
+        out += loopScalingLines()
         out += inspectionLines()
         out += ["", "Versions:"] + results.versions.map { "  \($0.0): \($0.1)" }
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// `--repeat`: each figure of the table as min-max over the rounds, and that band's width
+    /// against the median.
+    private func spreadLines() -> [String] {
+        guard results.rounds > 1 else { return [] }
+        var out = ["", "Spread over the \(results.rounds) rounds: min-max of each figure above, and (max - min) / median.", ""]
+        out.append("| workload |" + tableColumns.map { " \(bench.header(of: $0)) |" }.joined())
+        out.append("| --- |" + String(repeating: " --- |", count: tableColumns.count))
+        for row in rows {
+            out.append("| \(row.label) |" + tableColumns.map { column in
+                guard cell(column, row.metric) != "-", let spread = results.spread(column, row.metric) else { return " - |" }
+                let width = spread.percent.map { String(format: " (%.0f%%)", $0) } ?? ""
+                return " \(format(row.metric, spread.minimum))-\(format(row.metric, spread.maximum))\(width) |"
+            }.joined())
+        }
+        return out
     }
 
     private func otherLoadLines() -> [String] {

@@ -20,6 +20,18 @@ final class Results {
     var syscallMix: [String: [(String, Double)]] = [:]
     /// Decision-log reasons of atsgate's check run without the run's CA.
     var checkReasons = ""
+    /// How many rounds these numbers are the medians of (`--repeat`), and each figure's spread.
+    var rounds = 1
+    var spreads: [String: Spread] = [:]
+
+    /// Every figure, error count and note by "column:metric" (to fold rounds together).
+    var allValues: [String: Double] { values }
+    var allErrors: [String: Int] { errors }
+    var allNotes: [String: String] { notes }
+    func setValue(_ value: Double, key: String) { values[key] = value }
+    func addErrors(_ count: Int, key: String) { errors[key, default: 0] += count }
+    func noteText(_ key: String) -> String? { notes[key] }
+    func appendNote(_ text: String, key: String) { notes[key] = notes[key].map { $0 + ", " + text } ?? text }
 
     subscript(column: String, metric: String) -> Double? {
         get { values[column + ":" + metric] }

@@ -5,7 +5,11 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzRequestHead(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let input = UnsafeRawBufferPointer(start: data, count: size)
-    guard case .head(let head) = RequestHeadOutcome(input) else { return 0 }
+    let outcome = RequestHeadOutcome(input)
+    // Incomplete only while more bytes could still make a head of it.
+    fuzzCheck(outcome != .incomplete || couldStillBecomeAHead(input, skippingOneEmptyLine: true),
+              "incomplete, though the bytes so far already decide the head")
+    guard case .head(let head) = outcome else { return 0 }
 
     // The head is the input's first bytes, up to its first blank line.
     fuzzCheck(head.length >= 4 && head.length <= input.count, "head length \(head.length) of \(input.count)")

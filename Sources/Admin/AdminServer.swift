@@ -123,8 +123,20 @@ private final class AdminExchange {
     }
 
     private func route() {
-        guard request.withUnsafeBytes({ HeaderFields.headEnd($0, maximumLength: 8192) }) != nil else { return }
-        channel.wantRead(false)
+        // The proxy's own strict reading of a head: a bare LF or CR ends the wait with a 400 at once
+        // (a client ending its lines with LF would never send the CRLFCRLF waited for).
+        let bounds = request.withUnsafeBytes { bytes in
+            Result { () throws(MessageSyntax.Violation) in try MessageSyntax.headBounds(bytes, maximumLength: 8192) }
+        }
+        switch bounds {
+        case .failure(let violation):
+            channel.wantRead(false)
+            return respond(400, "bad request: \(violation.problem)\n")
+        case .success(nil):
+            return
+        case .success:
+            channel.wantRead(false)
+        }
         let line = request.prefix { $0 != 0x0D && $0 != 0x0A }
         let parts = String(decoding: line, as: UTF8.self).split(separator: " ")
         guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else { return respond(400, "bad request\n") }

@@ -16,6 +16,21 @@ enum PrometheusText {
             pairs.filter { $0.key != "device" || !$0.value.isEmpty }.map { "\($0.key)=\"\(escape($0.value))\"" }
                 .joined(separator: ",")
         }
+        /// Cumulative `buckets` (upper bound, count) per series, then +Inf, _sum and _count.
+        func histogram(_ name: String, _ help: String,
+                       _ series: [(labels: String, buckets: [(bound: Double, count: Int)], sum: Double, count: Int)]) {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) histogram\n"
+            for one in series {
+                let prefix = one.labels.isEmpty ? "" : one.labels + ","
+                let suffix = one.labels.isEmpty ? "" : "{\(one.labels)}"
+                for bucket in one.buckets {
+                    out += "\(name)_bucket{\(prefix)le=\"\(bucket.bound)\"} \(bucket.count)\n"
+                }
+                out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(one.count)\n"
+                out += "\(name)_sum\(suffix) \(one.sum)\n"
+                out += "\(name)_count\(suffix) \(one.count)\n"
+            }
+        }
         family("atsgate_build_info", "gauge", "The running version.", [(label(["version": gauges.version]), "1")])
         let decisions = metrics.decisions.sorted { $0.key < $1.key }
         family("atsgate_decisions_total", "counter",
@@ -29,6 +44,13 @@ enum PrometheusText {
         family("atsgate_connections_open", "gauge", "Client connections open now.", [("", "\(gauges.connectionsOpen)")])
         family("atsgate_bytes_total", "counter", "Payload bytes relayed, by direction (up is client to origin).",
                [(label(["direction": "up"]), "\(metrics.bytesUp)"), (label(["direction": "down"]), "\(metrics.bytesDown)")])
+        histogram("atsgate_request_duration_seconds",
+                  "How long requests took, by kind and action: answer (the proxy answered itself: head to answer), "
+                      + "forward (to an origin: head to the end of its response), tunnel (a CONNECT: head to the origin "
+                      + "connected, not the tunnel's life).",
+                  metrics.requestDurations.series.map {
+                      (label(["kind": $0.kind.label, "action": $0.action]), $0.buckets, $0.sum, $0.count)
+                  })
         family("atsgate_tls_handshake_failures_total", "counter",
                "TLS handshakes refused or failed, by reason and the ATS-SPEC rule that decided (R14-R17; empty when none did).",
                metrics.handshakeFailures.sorted { $0.key < $1.key }.map {
@@ -66,14 +88,8 @@ enum PrometheusText {
                "Cache answers per name and address family: hit, negative (NXDOMAIN/NODATA), miss (a lookup was "
                    + "needed), stale (an expired answer served because the resolver failed, RFC 8767).",
                resolver.cache.map { (label(["result": $0.result]), "\($0.count)") })
-        out += "# HELP atsgate_dns_lookup_duration_seconds How long the resolver took to answer a lookup.\n"
-        out += "# TYPE atsgate_dns_lookup_duration_seconds histogram\n"
-        for bucket in resolver.latency {
-            out += "atsgate_dns_lookup_duration_seconds_bucket{le=\"\(bucket.bound)\"} \(bucket.count)\n"
-        }
-        out += "atsgate_dns_lookup_duration_seconds_bucket{le=\"+Inf\"} \(resolver.latencyCount)\n"
-        out += "atsgate_dns_lookup_duration_seconds_sum \(resolver.latencySum)\n"
-        out += "atsgate_dns_lookup_duration_seconds_count \(resolver.latencyCount)\n"
+        histogram("atsgate_dns_lookup_duration_seconds", "How long the resolver took to answer a lookup.",
+                  [("", resolver.latency, resolver.latencySum, resolver.latencyCount)])
         family("atsgate_dns_lookups_in_flight", "gauge", "Lookups waiting for the resolver now.",
                [("", "\(resolver.inFlight)")])
         family("atsgate_dns_cache_entries", "gauge", "Answers (per name and address family) the cache holds.",

@@ -55,6 +55,13 @@ package struct ChunkedScanner {
 
     /// Consumes bytes of the body; returns how many belong to it (fewer than given once it ends).
     package mutating func scan(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> Int {
+        try scan(bytes) { _ in }
+    }
+
+    /// The same, handing `data` the ranges of `bytes` that are chunk data, in order: the body
+    /// without its chunked coding (chunk lines, extensions and the trailer section left out), for a
+    /// recipient that removes the coding (RFC 9112 section 7.1.3).
+    package mutating func scan(_ bytes: UnsafeRawBufferPointer, data: (Range<Int>) -> Void) throws(Malformed) -> Int {
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
@@ -128,6 +135,7 @@ package struct ChunkedScanner {
                 continue
             case .data(let remaining):
                 let take = min(remaining, bytes.count - index)
+                data(index..<(index + take))
                 index += take
                 state = remaining - take == 0 ? .dataCR : .data(remaining: remaining - take)
                 continue
@@ -250,18 +258,27 @@ package enum MessageBody {
 
     /// Takes the body's share of `bytes`; returns how many bytes that is.
     package mutating func take(_ bytes: UnsafeRawBufferPointer) throws(ChunkedScanner.Malformed) -> Int {
+        try take(bytes) { _ in }
+    }
+
+    /// The same, handing `content` the ranges of `bytes` that are the body's content: all of them,
+    /// except in a chunked body, where only the chunk data is.
+    package mutating func take(_ bytes: UnsafeRawBufferPointer,
+                               content: (Range<Int>) -> Void) throws(ChunkedScanner.Malformed) -> Int {
         switch self {
         case .none:
             return 0
         case .length(let remaining):
             let count = min(remaining, bytes.count)
             self = .length(remaining - count)
+            if count > 0 { content(0..<count) }
             return count
         case .chunked(var scanner):
-            let count = try scanner.scan(bytes)
+            let count = try scanner.scan(bytes, data: content)
             self = .chunked(scanner)
             return count
         case .untilClose:
+            if !bytes.isEmpty { content(0..<bytes.count) }
             return bytes.count
         }
     }

@@ -65,20 +65,6 @@ package struct HeaderField {
 /// What requests and responses share about header fields (RFC 9110 section 7.6.1), read from and
 /// written to bytes.
 package enum HeaderFields {
-    /// The offset just past the blank line (CRLFCRLF) that ends a head, looking no further than a
-    /// head of `maximumLength` bytes; nil when there is none yet.
-    package static func headEnd(_ bytes: UnsafeRawBufferPointer, maximumLength: Int) -> Int? {
-        let limit = min(bytes.count, maximumLength + 4)
-        var index = 0
-        while index + 3 < limit {
-            if bytes[index + 3] == 0x0A, bytes[index + 2] == 0x0D, bytes[index + 1] == 0x0A, bytes[index] == 0x0D {
-                return index + 4
-            }
-            index += 1
-        }
-        return nil
-    }
-
     /// The pseudonym this proxy writes in Via fields; a request that already carries it is looping.
     package static let viaToken = "atsgate"
 
@@ -153,11 +139,12 @@ package enum HeaderFields {
     /// names, Host (the caller writes the one it means), and (for requests) every Proxy-* field
     /// left out. Content-Length is written once, as `contentLength`, however the message spelled it.
     package static func appendForwardable(_ head: UnsafeRawBufferPointer, _ fields: [HeaderField], dropProxyFields: Bool,
-                                  contentLength: Int?, to out: inout [UInt8]) {
+                                  contentLength: Int?, dropTransferEncoding: Bool = false, to out: inout [UInt8]) {
         let named = namedByConnection(head, fields)
         var lengthWritten = false
         for field in fields {
             if field.kind.isHopByHop || field.kind == .host || (dropProxyFields && field.kind.isProxyField) { continue }
+            if dropTransferEncoding && field.kind == .transferEncoding { continue }
             if field.kind == .contentLength {
                 guard !lengthWritten, let contentLength else { continue }
                 lengthWritten = true

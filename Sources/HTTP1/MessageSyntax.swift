@@ -27,28 +27,38 @@ package enum MessageSyntax {
     @inline(__always)
     package static func isFieldValueByte(_ byte: UInt8) -> Bool { byte == 0x09 || (byte >= 0x20 && byte != 0x7F) }
 
-    /// Checks that every line of `head` (the head without its final blank line) ends with CRLF and
-    /// holds no NUL, bare CR or bare LF; returns the number of lines.
-    package static func countLines(_ head: UnsafeRawBufferPointer) throws(Violation) -> Int {
+    /// Where the head at the start of `bytes` ends (just past its blank line) and how many lines it
+    /// has before that blank line; nil while it is incomplete. Every line must end with CRLF. Each
+    /// byte is read once, in order, and the head is refused at the first bare LF, bare CR or NUL,
+    /// even before its end has arrived: RFC 9112 section 2.2 lets a recipient take a bare LF for a
+    /// line end, and this proxy refuses it instead (a head the next hop could split differently is
+    /// how requests get smuggled), so a client ending its lines with LF has already sent a whole,
+    /// refused head; waiting for a CRLFCRLF it will never send only kept it until the head timeout.
+    /// Only a CR that is the last byte so far is undecided. Looks at most `maximumLength` + 4 bytes.
+    package static func headBounds(_ bytes: UnsafeRawBufferPointer,
+                                   maximumLength: Int) throws(Violation) -> (end: Int, lines: Int)? {
+        let limit = min(bytes.count, maximumLength + 4)
         var lines = 0
+        var lineStart = 0
         var index = 0
-        while index < head.count {
-            switch head[index] {
-            case 0x0A:
-                throw Violation(problem: "bare LF in the head")
+        while index < limit {
+            switch bytes[index] {
             case 0x0D:
-                guard index + 1 < head.count, head[index + 1] == 0x0A else {
-                    throw Violation(problem: "bare CR in the head")
-                }
+                guard index + 1 < bytes.count else { return nil }
+                guard bytes[index + 1] == 0x0A else { throw Violation(problem: "bare CR in the head") }
+                if index == lineStart { return (index + 2, lines) }
                 lines += 1
                 index += 2
+                lineStart = index
+            case 0x0A:
+                throw Violation(problem: "bare LF in the head")
             case 0:
                 throw Violation(problem: "NUL byte in the head")
             default:
                 index += 1
             }
         }
-        return lines
+        return nil
     }
 
     /// The field lines of a head from `start` (just after the start line's CRLF) to `end` (the

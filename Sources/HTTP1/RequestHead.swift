@@ -150,7 +150,8 @@ package enum RequestHeadParser {
     }
 
     private static func parseHead(_ bytes: UnsafeRawBufferPointer, skipped: Int) throws -> RequestHead? {
-        guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumHeadLength) else {
+        // Every line ends with CRLF; a bare CR, LF or a NUL refuses the head as soon as it arrives.
+        guard let (end, lineCount) = try MessageSyntax.headBounds(bytes, maximumLength: maximumHeadLength) else {
             if bytes.count > maximumHeadLength {
                 if !bytes.prefix(maximumTargetLength + 16).contains(0x0D) {
                     throw RequestHeadError(status: 414, problem: "request target longer than 8 KiB")
@@ -160,9 +161,6 @@ package enum RequestHeadParser {
             return nil
         }
         if end > maximumHeadLength { throw RequestHeadError(status: 431, problem: "request head larger than 16 KiB") }
-        // Every line ends with CRLF; the last CRLF is the blank line. A bare CR, LF or a NUL anywhere
-        // refuses the head before any of it is read.
-        let lineCount = try MessageSyntax.countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
         var lineEnd = 0
         while bytes[lineEnd] != 0x0D { lineEnd += 1 }
         let requestLine = try parseRequestLine(UnsafeRawBufferPointer(rebasing: bytes[..<lineEnd]))

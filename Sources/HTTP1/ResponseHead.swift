@@ -24,12 +24,12 @@ package struct ResponseHead {
     /// or smuggle responses to the client. Parsed as bytes: splitting the head as a String walked
     /// grapheme clusters ("\r\n" is one Character) and was a fifth of the forwarding path's CPU.
     package static func parse(_ bytes: UnsafeRawBufferPointer) throws(Malformed) -> ResponseHead? {
-        guard let end = HeaderFields.headEnd(bytes, maximumLength: maximumLength) else {
-            if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
-            return nil
-        }
         do {
-            let lines = try MessageSyntax.countLines(UnsafeRawBufferPointer(rebasing: bytes[..<(end - 2)]))
+            // A bare CR, LF or NUL refuses the head as soon as it arrives (MessageSyntax.headBounds).
+            guard let (end, lines) = try MessageSyntax.headBounds(bytes, maximumLength: maximumLength) else {
+                if bytes.count > maximumLength { throw Malformed(problem: "response head larger than 64 KiB") }
+                return nil
+            }
             var lineEnd = 0
             while bytes[lineEnd] != 0x0D { lineEnd += 1 }
             let status = try parseStatusLine(UnsafeRawBufferPointer(rebasing: bytes[..<lineEnd]))
@@ -89,8 +89,22 @@ package struct ResponseHead {
     /// The length every Content-Length element agrees on.
     package var contentLength: Int? { framing.contentLength }
 
-    /// The head for the client: hop-by-hop fields removed, Via added, Connection set.
+    /// The proxy removes the chunked coding for this client: an HTTP/1.0 client cannot read it (RFC
+    /// 9112 section 6.1: no Transfer-Encoding in a response to HTTP/1.0), so the chunk data goes to it
+    /// alone, delimited by the close, and the trailer fields are dropped (section 7.1.2 lets a
+    /// recipient that removes the coding discard them; they must never join the body). Sent as it
+    /// came, the chunk lines and trailer became part of the body, and a kept-alive client waited
+    /// for an end it could not find. Only a body whose one coding is chunked: what another coding
+    /// leaves is no better for such a client.
+    package func removesChunking(forClientMinorVersion minor: Int) -> Bool {
+        minor == 0 && framing.isChunked && framing.codings == 1
+    }
+
+    /// The head for the client: hop-by-hop fields removed, Via added, Connection set; for a client
+    /// the chunked coding is removed for, no Transfer-Encoding and `Connection: close`.
     package func rewritten(keepAlive: Bool, clientMinorVersion: Int) -> [UInt8] {
+        let dechunked = removesChunking(forClientMinorVersion: clientMinorVersion)
+        let keepAlive = keepAlive && !dechunked
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 64)
         out.append(contentsOf: "HTTP/1.1 ".utf8)
@@ -99,7 +113,8 @@ package struct ResponseHead {
         out.append(contentsOf: bytes[reason])
         out.append(contentsOf: "\r\n".utf8)
         bytes.withUnsafeBytes { bytes in
-            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, contentLength: contentLength, to: &out)
+            HeaderFields.appendForwardable(bytes, fields, dropProxyFields: false, contentLength: contentLength,
+                                           dropTransferEncoding: dechunked, to: &out)
         }
         out.append(contentsOf: HeaderFields.via(receivedMinorVersion: minorVersion))
         if !keepAlive {

@@ -59,6 +59,15 @@ public enum DestinationPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the pattern covers the host as the client named it: a name by its text, a literal by
+    /// its address.
+    package func matches(_ host: Host) -> Bool {
+        switch host {
+        case .name(let name): matches(name: name)
+        case .address(let address): matches(address: address)
+        }
+    }
+
     /// Whether the pattern covers `address` (IPv4-mapped IPv6 already read as its IPv4 address).
     package func matches(address: IPAddress) -> Bool {
         guard case .network(let network) = self else { return false }

@@ -41,6 +41,9 @@ package struct LogRecord {
     var bytesUp = 0
     var bytesDown = 0
     var durationMilliseconds = 0.0
+    /// Seconds from the request head to the origin connected (through a parent: its 200 to our
+    /// CONNECT); nil when none was. Not logged: /metrics' request durations (RequestDurations).
+    var connectedAfter: Double?
     /// The policy ID that judged the request, and its file (the `policy` field; else the generation's).
     var app: String?
     var policy: String?

@@ -78,6 +78,9 @@ package struct LoopMetrics {
         }
     }
 
+    /// Request durations by kind and action (`atsgate_request_duration_seconds`).
+    package var requestDurations = RequestDurations()
+
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
@@ -103,6 +106,7 @@ package struct LoopMetrics {
         } else if record.reason?.isUpstreamFailure == true {
             upstream[UpstreamKey(parent: record.parent ?? "", result: reason), default: 0] += 1
         }
+        requestDurations.count(record)
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -114,6 +118,7 @@ package struct LoopMetrics {
         keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
         clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
+        requestDurations.add(other.requestDurations)
     }
 }
 

@@ -3,54 +3,14 @@ import EventLoop
 import ProxyAccess
 import Synchronization
 
-/// `--parent-bypass NAME|.SUFFIX|CIDR`: destinations that never go through a parent, like NO_PROXY.
-public enum ParentBypass: Sendable, Hashable, CustomStringConvertible {
-    /// Exactly this name.
-    case name(String)
-    /// `.corp.example`: the domain and every name under it.
-    case suffix(String)
-    /// IP literals in this network (a name is matched by its text, never resolved for this).
-    case network(IPNetwork)
-
-    /// Parses `NAME`, `.SUFFIX`, `CIDR` or a single address; nil for anything else.
-    public init?(parsing text: String) {
-        if let parsed = IPNetwork.parse(Substring(text)) {
-            self = .network(parsed.network)
-        } else if let address = IPAddress.parseStrict(Substring(text.hasPrefix("[") ? String(text.dropFirst().dropLast()) : text)) {
-            self = .network(IPNetwork(address: address, prefixLength: address.isIPv4 ? 32 : 128))
-        } else if text.hasPrefix("."), text.count > 1, case .name(let name)? = try? Host.parse(text.dropFirst()) {
-            self = .suffix(name)
-        } else if case .name(let name)? = try? Host.parse(text) {
-            self = .name(name)
-        } else {
-            return nil
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .name(let name): name
-        case .suffix(let domain): "." + domain
-        case .network(let network): network.description
-        }
-    }
-
-    func matches(_ host: Host) -> Bool {
-        switch (self, host) {
-        case (.name(let name), .name(let candidate)): candidate == name
-        case (.suffix(let domain), .name(let candidate)): candidate == domain || candidate.hasSuffix("." + domain)
-        case (.network(let network), .address(let address)): network.contains(address)
-        default: false
-        }
-    }
-}
-
 /// Which parents a request goes through, in the order they are tried: a route's own way out first,
 /// then `--parent-bypass`, then the `--parent` list with the parents that failed lately moved last
 /// (tried only when every other one fails too).
 package struct ParentRouting: Sendable {
     let parents: [ParentProxy]
-    let bypass: [ParentBypass]
+    /// `--parent-bypass NAME|.SUFFIX|CIDR`: destinations that never go through a parent, like NO_PROXY
+    /// (the `--allow-dest` syntax; a name is matched by its text, never resolved for this).
+    let bypass: [DestinationPattern]
     let health: ParentHealth
 
     /// Empty: straight to the origin.

@@ -83,7 +83,7 @@ public struct ProxyConfiguration: Sendable {
     public var handshakeTimeout = 10.0
     /// Where `--cleartext upgrade` connects: port 80 goes to 443, others stay, unless mapped here.
     public var upgradePorts: [Int: Int] = [80: 443]
-    /// Serial queues of the event loop; one per core by default.
+    /// Serial queues of the event loop; 0: one per CPU the process may use (CPUAllowance).
     public var loopCount = 0
     /// The resolver (`--dns-timeout`, `--dns-min-ttl`, `--dns-max-ttl`, `--dns-negative-ttl`,
     /// `--dns-stale`, `--dns-server`).
@@ -91,7 +91,7 @@ public struct ProxyConfiguration: Sendable {
     /// `--parent`: parent proxies, tried in order; empty: every origin is reached directly.
     public var parents: [ParentProxy] = []
     /// `--parent-bypass`: destinations that never go through a parent.
-    public var parentBypass: [ParentBypass] = []
+    public var parentBypass: [DestinationPattern] = []
     /// Seconds a parent that failed is passed over (tried again sooner only when every parent failed).
     public var parentRetry = 30.0
 

@@ -58,6 +58,8 @@ extension ProxyConnection {
         var toClient: [UInt8] = []
         var response: ResponseHead?
         var responseBody = MessageBody.none
+        /// The client gets the chunk data only (an HTTP/1.0 client: ResponseHead.removesChunking).
+        var dechunk = false
         var keepClient = false
         /// The origin connection can go back to the pool after this response.
         var reusable = false
@@ -214,7 +216,9 @@ extension ProxyConnection {
                 exchange.responseBody = MessageBody(response: head, requestMethod: exchange.request.method)
                 let framed: Bool
                 if case .untilClose = exchange.responseBody { framed = false } else { framed = true }
-                exchange.keepClient = exchange.request.keepAlive && framed
+                exchange.dechunk = head.removesChunking(forClientMinorVersion: exchange.request.minorVersion)
+                // Without its chunked coding, the body ends where the client connection does.
+                exchange.keepClient = exchange.request.keepAlive && framed && !exchange.dechunk
                 exchange.reusable = framed && head.originKeepsConnection
                 exchange.toClient += head.rewritten(keepAlive: exchange.keepClient,
                                                     clientMinorVersion: exchange.request.minorVersion)
@@ -228,14 +232,15 @@ extension ProxyConnection {
         let taken: Int
         do {
             taken = try exchange.fromUpstream.withUnsafeBytes { buffer throws(ChunkedScanner.Malformed) in
-                try exchange.responseBody.take(buffer)
+                guard exchange.dechunk else { return try exchange.responseBody.take(buffer) }
+                return try exchange.responseBody.take(buffer) { exchange.toClient += buffer[$0] }
             }
         } catch {
             return exchangeFailed("malformed chunked response from the origin: \(error)")
         }
         if taken < exchange.fromUpstream.count { exchange.reusable = false }
         exchange.bytesDown += taken
-        exchange.toClient += exchange.fromUpstream[..<taken]
+        if !exchange.dechunk { exchange.toClient += exchange.fromUpstream[..<taken] }
         exchange.fromUpstream.removeAll(keepingCapacity: true)
         if exchange.upstreamEnded, !exchange.responseBody.isComplete {
             exchange.reusable = false

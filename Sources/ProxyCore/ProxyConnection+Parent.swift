@@ -74,7 +74,19 @@ extension ProxyConnection {
         }
         let known = handshake.response.count
         let combined = handshake.response + UnsafeRawBufferPointer(rebasing: loop.scratch[..<peeked])
-        let end = combined.withUnsafeBytes { HeaderFields.headEnd($0, maximumLength: ResponseHead.maximumLength) }
+        let bounds = combined.withUnsafeBytes { bytes in
+            Result { () throws(MessageSyntax.Violation) in
+                try MessageSyntax.headBounds(bytes, maximumLength: ResponseHead.maximumLength)
+            }
+        }
+        let end: Int?
+        switch bounds {
+        case .failure(let violation):
+            // A bare LF or CR: the head the parent meant has ended, and it is not one we read.
+            return parentBroke(handshake, "its answer to CONNECT is not HTTP: \(violation.problem)")
+        case .success(let found):
+            end = found?.end
+        }
         // Take what belongs to the head (all of what was peeked while the head has not ended).
         let take = end.map { $0 - known } ?? peeked
         if take > 0 {

@@ -39,7 +39,12 @@ extension ProxyConnection {
     /// and obeys the cleartext rule (`cleartext-in-tunnel`).
     func inspectTunnel(destination: Destination, context loadContext: LoadContext) {
         guard case .awaitingTunnelBytes = state else { return }
-        if case .ended = readClient(), inbound.isEmpty { return close() }
+        if case .ended = readClient(), inbound.isEmpty {
+            // The tunnel was decided and answered 200: it is logged like any other, empty or not
+            // (the soak found bursts of CONNECTs answered and never logged).
+            record.message = record.message ?? "the client closed the tunnel before sending a byte"
+            return finish()
+        }
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)

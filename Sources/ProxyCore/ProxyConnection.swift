@@ -647,6 +647,7 @@ package final class ProxyConnection {
         disarm()
         upstreamAddress = address
         record.upstreamIP = address.ip
+        record.connectedAfter = monotonic() - started
         parent = attempt.parent
         if let parent = attempt.parent { context.shared.parentHealth.markUp(parent) }
         let destination = attempt.destination
@@ -736,7 +737,10 @@ package final class ProxyConnection {
         switch writeClient(&outbound) {
         case .done: break
         case .wouldBlock: return client.wantWrite(true)
-        case .failed: return close()
+        case .failed:
+            // A tunnel's record is written when it ends: one whose 200 could not be sent ends here.
+            if case .tunnel = next { return finish() }
+            return close()
         }
         client.wantWrite(false)
         switch next {

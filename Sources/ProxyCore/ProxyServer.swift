@@ -14,6 +14,8 @@ public final class ProxyServer: @unchecked Sendable {
     private let current: Mutex<ProxyContext>
     private let shared: ServerShared
     private let loops: [ProxyLoop]
+    /// How many event loops run, and why that many (the start-up line says both).
+    public let loopAllowance: CPUAllowance
     private let listenFDs: [Int32]
     private let addresses: [SocketAddress]
     /// By index of `listenFDs`: whether clients speak TLS there (`--listen-tls`, or systemd's socket
@@ -33,8 +35,10 @@ public final class ProxyServer: @unchecked Sendable {
     package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
                 inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil) throws(SystemError) {
         var configuration = configuration
-        let count = configuration.loopCount > 0 ? configuration.loopCount : max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
-        loops = (0..<count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
+        // One loop per CPU the process may use (affinity and cgroup quota included), unless configured.
+        loopAllowance = configuration.loopCount > 0
+            ? CPUAllowance(count: configuration.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
+        loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
         var bound: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
         do throws(SystemError) {
             if inherited.isEmpty && inheritedTLS.isEmpty {
@@ -150,6 +154,9 @@ public final class ProxyServer: @unchecked Sendable {
         if configuration.logFile != old.logFile || configuration.logOverflow != old.logOverflow
             || configuration.logBufferBytes != old.logBufferBytes {
             warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
+        }
+        if configuration.loopCount != old.loopCount {
+            warnings.append("the number of event loops does not change on reload; restart to apply")
         }
         configuration.listen = old.listen
         configuration.listenTLS = old.listenTLS
@@ -284,15 +291,20 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// Sums every loop's counters (each read on its own queue) and hands the sum over on `queue`.
     package func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
-        let collected = Mutex(LoopMetrics())
-        let group = DispatchGroup()
-        for proxyLoop in loops {
-            proxyLoop.loop.execute(in: group) {
-                let metrics = proxyLoop.metrics
-                collected.withLock { $0.add(metrics) }
-            }
+        collect(LoopMetrics(), from: loops[...], on: queue, completion: completion)
+    }
+
+    /// Visits the loops one after another, the sum handed along from queue to queue: each loop's
+    /// counters are read on its own queue and nothing is shared between them (a sum behind a lock that
+    /// every loop wrote at once was a race ThreadSanitizer reported: Swift's Mutex is invisible to it).
+    private func collect(_ sum: LoopMetrics, from rest: ArraySlice<ProxyLoop>, on queue: DispatchQueue,
+                         completion: @escaping (LoopMetrics) -> Void) {
+        guard let proxyLoop = rest.first else { return queue.async { completion(sum) } }
+        proxyLoop.loop.execute { [self] in
+            var sum = sum
+            sum.add(proxyLoop.metrics)
+            collect(sum, from: rest.dropFirst(), on: queue, completion: completion)
         }
-        group.notify(queue: queue) { completion(collected.withLock { $0 }) }
     }
 
     /// The server-wide values of /metrics, as they are now.

@@ -32,6 +32,8 @@ public struct TLSHandshakeReader: Sendable {
     /// Handshake bytes not yet forming a whole message.
     private var message: [UInt8] = []
     private var skipsChangeCipherSpec = false
+    /// A whole handshake message has been read (a HelloRetryRequest can only answer one).
+    private var readAMessage = false
     private var failure: TLSWireError?
 
     public init(maximumMessageLength: Int = TLSHandshakeReader.defaultMaximumMessageLength) {
@@ -106,7 +108,10 @@ public struct TLSHandshakeReader: Sendable {
     /// client's next ChangeCipherSpec is TLS 1.3's compatibility one, and a second ClientHello follows
     /// it. (The server-direction reader notices a HelloRetryRequest by itself.) Has no effect once
     /// the reader has stopped, which happens for a client that sent its ChangeCipherSpec right after
-    /// the first ClientHello.
+    /// the first ClientHello. Only a ChangeCipherSpec after a message is skipped: a HelloRetryRequest
+    /// answers a ClientHello (RFC 8446 section 4.1.4), and a ChangeCipherSpec before the first one is
+    /// no compatibility record (section 5) but the end of the plaintext, as the first look
+    /// (`looksLikeTLS`) also sees it. (The fuzzer found the reader skipping one.)
     public mutating func serverSentHelloRetryRequest() {
         skipsChangeCipherSpec = true
     }
@@ -164,7 +169,7 @@ public struct TLSHandshakeReader: Sendable {
         case .handshake:
             message.append(contentsOf: payload)
             try extractMessages(into: &messages)
-        case .changeCipherSpec where skipsChangeCipherSpec && message.isEmpty:
+        case .changeCipherSpec where skipsChangeCipherSpec && readAMessage && message.isEmpty:
             guard payload.count == 1, payload.first == 1 else {
                 throw .malformed(message: "ChangeCipherSpec", reason: "a compatibility record must be the single byte 0x01")
             }
@@ -203,6 +208,7 @@ public struct TLSHandshakeReader: Sendable {
                 skipsChangeCipherSpec = true
             }
             messages.append(HandshakeMessage(type: type, body: body))
+            readAMessage = true
             offset += 4 + length
         }
         if offset == message.count {

@@ -170,6 +170,12 @@ struct RunCommand: ParsableCommand {
     @Option(name: .long, help: "Most connections open at once; accepting pauses at the cap.")
     var maxConnections = 10_000
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Event loops (threads serving connections). Default: one per CPU the process may use: the online \
+        CPUs, narrowed by the CPU affinity mask and a cgroup v2 cpu.max quota (rounded up).
+        """, valueName: "count"))
+    var loops: Int?
+
     @Option(name: .long, help: ArgumentHelp("Seconds to receive a complete request head.", valueName: "seconds"))
     var headTimeout = 10.0
 
@@ -293,6 +299,7 @@ struct RunCommand: ParsableCommand {
         if logFile != nil, logFormat == .journal {
             throw ValidationError("--log-file takes json or text records; journal records go to journald")
         }
+        if let loops, !(1...1024).contains(loops) { throw ValidationError("--loops must be 1 to 1024, not \(loops)") }
     }
 
     /// The daemon's configuration from these flags (the config file already folded in), with the
@@ -381,6 +388,7 @@ struct RunCommand: ParsableCommand {
         if let logBuffer { configuration.logBufferBytes = logBuffer.bytes }
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.maximumConnections = maxConnections
+        configuration.loopCount = loops ?? 0
         configuration.headTimeout = headTimeout
         configuration.connectTimeout = connectTimeout
         configuration.idleTimeout = idleTimeout
@@ -496,6 +504,8 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
         }
         ProxyServer.version = AtsgateVersion.string
+        let loops = server.loopAllowance
+        ServiceManager.say("\(loops.count) event loop\(loops.count == 1 ? "" : "s"): \(loops.source)")
         server.start()
         admin?.start()
         var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
@@ -551,9 +561,9 @@ struct RunCommand: ParsableCommand {
         }
     }
 
-    func parentBypasses() throws -> [ParentBypass] {
+    func parentBypasses() throws -> [DestinationPattern] {
         try parentBypass.map { text in
-            guard let bypass = ParentBypass(parsing: text) else {
+            guard let bypass = DestinationPattern(parsing: Substring(text)) else {
                 throw ValidationError("--parent-bypass \(text): expected a name, .domain (it and every name under it) or a CIDR")
             }
             return bypass

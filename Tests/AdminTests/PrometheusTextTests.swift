@@ -71,4 +71,47 @@ import TLSWire
         #expect(text.contains("atsgate_upstream_connections_total{parent=\"[fd00::3]:3128\",result=\"parent-timeout\"} 1\n"))
         #expect(text.contains("atsgate_blocking_queue_length{pool=\"passwords\"} 4\n"))
     }
+
+    /// Request durations are a histogram per kind and action, counted from the records as the loops
+    /// count them: a tunnel by the time its origin took to connect, however long it then lived; a
+    /// forwarded request to the end of its response; the proxy's own answers to the answer. Two
+    /// loops' histograms add up bucket by bucket.
+    @Test func requestDurationsByKindAndAction() {
+        let client = SocketAddress(ip: .v4(0x7F00_0001), port: 40_000)
+        var tunnel = LogRecord(time: 0, client: client, method: "CONNECT")
+        tunnel.connectedAfter = 0.00390625
+        tunnel.durationMilliseconds = 600_000 // ten minutes open
+        var forward = LogRecord(time: 0, client: client, method: "GET")
+        forward.connectedAfter = 0.0078125
+        forward.durationMilliseconds = 125
+        var block = LogRecord(time: 0, client: client, method: "GET", action: .block)
+        block.durationMilliseconds = 0.5
+        var timeout = LogRecord(time: 0, client: client, method: "CONNECT", action: .error)
+        timeout.durationMilliseconds = 90_000 // over the last bound: +Inf only
+
+        var first = LoopMetrics()
+        for record in [tunnel, forward, block, timeout] { first.count(record) }
+        var second = LoopMetrics()
+        second.count(tunnel)
+        first.add(second)
+
+        let text = PrometheusText.render(first, Self.gauges)
+        let name = "atsgate_request_duration_seconds"
+        #expect(text.contains("# TYPE \(name) histogram\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"tunnel\",action=\"allow\",le=\"0.0025\"} 0\n"), "\(text)")
+        #expect(text.contains("\(name)_bucket{kind=\"tunnel\",action=\"allow\",le=\"0.005\"} 2\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"tunnel\",action=\"allow\",le=\"+Inf\"} 2\n"))
+        #expect(text.contains("\(name)_sum{kind=\"tunnel\",action=\"allow\"} 0.0078125\n"))
+        #expect(text.contains("\(name)_count{kind=\"tunnel\",action=\"allow\"} 2\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"forward\",action=\"allow\",le=\"0.1\"} 0\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"forward\",action=\"allow\",le=\"0.25\"} 1\n"))
+        #expect(text.contains("\(name)_sum{kind=\"forward\",action=\"allow\"} 0.125\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"answer\",action=\"block\",le=\"0.001\"} 1\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"answer\",action=\"error\",le=\"60.0\"} 0\n"))
+        #expect(text.contains("\(name)_bucket{kind=\"answer\",action=\"error\",le=\"+Inf\"} 1\n"))
+        #expect(text.contains("\(name)_sum{kind=\"answer\",action=\"error\"} 90.0\n"))
+        // Only what was counted: no empty series for the other kinds and actions.
+        #expect(!text.contains("kind=\"forward\",action=\"block\""))
+        #expect(text.components(separatedBy: "\(name)_count{").count - 1 == 4)
+    }
 }

@@ -85,9 +85,10 @@ final class Daemon {
     let process: BackgroundProcess
     let port: Int
 
-    convenience init(_ arguments: [String], standardOutput: FileHandle? = nil) throws {
-        try self.init(process: BackgroundProcess(Atsgate.binary.path, ["run", "--listen", "127.0.0.1:0"] + arguments,
-                                                 standardOutput: standardOutput))
+    /// `launcher`: a command the daemon runs under (e.g. `taskset -c 0`), its arguments first.
+    convenience init(_ arguments: [String], launcher: [String] = [], standardOutput: FileHandle? = nil) throws {
+        let command = launcher + [Atsgate.binary.path, "run", "--listen", "127.0.0.1:0"] + arguments
+        try self.init(process: BackgroundProcess(command[0], Array(command.dropFirst()), standardOutput: standardOutput))
     }
 
     /// A daemon another program starts (`unshare ... atsgate run --listen 127.0.0.1:0 ...`).

@@ -52,6 +52,34 @@ import TestSupport
         #expect(refused["reason"] as? String == "bad-request")
     }
 
+    /// Heads whose lines end in a bare LF (or a bare CR) never hold a CRLFCRLF, so a parser that
+    /// waits for one left the client waiting until the head timeout (RFC 9112 section 2.2: the head
+    /// was complete when its empty line arrived). Each is refused at once, with the head timeout far
+    /// away (a wait shows as no reply within the client's 10 s), and nothing reaches the origin.
+    @Test(arguments: [
+        "GET /p HTTP/1.1\r\nHost: x\r\n\n",
+        "GET /p HTTP/1.1\nHost: x\n\n",
+        "GET /p HTTP/1.1\r\nHost: x\n\r\n",
+        "GET /p HTTP/1.1\n\n",
+        "GET /p HTTP/1.1\r\n\n",
+        "GET /p HTTP/1.1\r\nHost: x\r\r",
+    ])
+    func lineEndingsWithoutCRLFAreRefusedWithoutWaiting(request: String) throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon(["--head-timeout", "60"])
+        let client = try RawClient(port: daemon.port)
+        client.send(request.replacingOccurrences(of: " /p", with: " http://127.0.0.1:\(origin.port)/p"))
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 400 "), "reply: \(reply)")
+        #expect(reply.contains("\r\nConnection: close\r\n"))
+        try stillServes(daemon, origin)
+        #expect(origin.received.count == 1, "only the follow-up request reached the origin: \(origin.received)")
+        let (_, records) = try daemon.stop(expected: 2)
+        let refused = try #require(records.first { $0["status"] as? Int == 400 })
+        #expect(refused["reason"] as? String == "bad-request")
+        #expect((refused["message"] as? String)?.contains("bare") == true, "\(refused)")
+    }
+
     /// `Connection: Content-Length` once stripped the framing on the way to the origin, which then
     /// read the body as the next request on a pooled connection: request smuggling.
     @Test func aConnectionTokenNamingContentLengthKeepsTheFraming() throws {
@@ -103,6 +131,23 @@ import TestSupport
         _ = try daemon.stop()
     }
 
+    /// A tunnel answered 200 whose client goes before sending a byte is logged all the same: the
+    /// decision was made and acted on (the soak's descriptor burst found such CONNECTs unlogged).
+    @Test func aTunnelClosedBeforeItsFirstByteIsLogged() throws {
+        let origin = try RawOrigin(always: Self.ok)
+        let daemon = try Daemon(["--connect-port", "\(origin.port)", "--head-timeout", "30"])
+        let client = try daemon.openTunnel(to: origin.port)
+        client.shutdownWrite()
+        #expect(client.readAll().isEmpty, "the tunnel ends without bytes")
+        let (_, records) = try daemon.stop()
+        let record = try #require(records.first)
+        #expect(records.count == 1)
+        #expect(record["method"] as? String == "CONNECT")
+        #expect(record["action"] as? String == "allow")
+        #expect(record["bytes_up"] as? Int == 0)
+        #expect((record["message"] as? String)?.contains("before sending a byte") == true, "\(record)")
+    }
+
     @Test func connectWithContentIsRefused() throws {
         let daemon = try Daemon([])
         let client = try RawClient(port: daemon.port)
@@ -125,6 +170,9 @@ import TestSupport
         "HTTP/1.1 200 OK\r\nX-A: a\u{1}b\r\nContent-Length: 2\r\n\r\nok",
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\nzz\r\n",
+        // LF-ended lines: refused as they arrive, not waited on until the idle timeout.
+        "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\nok",
+        "HTTP/1.1 200 OK\nContent-Length: 2\n\nok",
     ])
     func brokenResponsesBecome502(response: String) throws {
         let origin = try RawOrigin(always: response)
@@ -220,6 +268,36 @@ import TestSupport
         let (_, records) = try daemon.stop()
         #expect(records.first?["action"] as? String == "error")
         #expect(records.first?["reason"] as? String == "upstream-truncated")
+    }
+
+    /// A chunked response whose trailer section carries a field, to an HTTP/1.0 client: it cannot
+    /// read the chunked coding (RFC 9112 section 6.1), so it gets the chunk data alone, delimited by
+    /// the close, and the trailer field is dropped (section 7.1.2), never part of the body. Sent as
+    /// it came, a kept-alive HTTP/1.0 client waited for an end it could not find. HTTP/1.1 clients
+    /// still get the body as it came, trailer and all.
+    @Test(arguments: ["", "Connection: keep-alive\r\n"])
+    func anHTTP10ClientGetsAChunkedBodyWithoutItsCodingOrTrailer(connection: String) throws {
+        let chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum\r\n\r\n"
+            + "5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 42\r\n\r\n"
+        let origin = try RawOrigin(always: chunked)
+        let daemon = try Daemon(["--head-timeout", "60"])
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.0\r\nHost: x\r\n\(connection)\r\n")
+        // A wait shows as no end within the client's 10 s: readAll returns only at the close.
+        let reply = client.readAll()
+        #expect(reply.hasPrefix("HTTP/1.1 200 OK\r\n"), "reply: \(reply)")
+        #expect(!reply.lowercased().contains("transfer-encoding"), "reply: \(reply)")
+        #expect(reply.contains("\r\nConnection: close\r\n"), "reply: \(reply)")
+        #expect(reply.hasSuffix("\r\n\r\nhello world"), "the chunk data alone: \(reply)")
+        #expect(!reply.contains("X-Checksum: 42"))
+
+        let modern = try RawClient(port: daemon.port)
+        modern.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let passed = modern.readAll()
+        #expect(passed.contains("\r\nTransfer-Encoding: chunked\r\n"), "\(passed)")
+        #expect(passed.hasSuffix("\r\n\r\n5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: 42\r\n\r\n"), "\(passed)")
+        let (_, records) = try daemon.stop(expected: 2)
+        #expect(records.allSatisfy { $0["action"] as? String == "allow" && $0["status"] as? Int == 200 }, "\(records)")
     }
 
     /// A request-head timeout is an error with its reason, not an allow.

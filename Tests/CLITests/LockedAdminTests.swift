@@ -12,6 +12,18 @@ import TestSupport
         return (code, String(run.stdout.dropLast(3)))
     }
 
+    /// A request whose lines end in LF alone has ended as far as its sender knows: the admin listener
+    /// refuses it at once (400) instead of waiting for a CRLFCRLF that never comes, as the proxy does.
+    @Test func aHeadWithBareLineFeedsIsRefusedAtOnce() throws {
+        let daemon = try Daemon(["--admin", "127.0.0.1:0"])
+        let client = try RawClient(port: try daemon.adminPort(), timeout: 30)
+        client.send("GET /healthz HTTP/1.1\nHost: x\n\n")
+        let answer = client.readAll()
+        #expect(answer.hasPrefix("HTTP/1.1 400 "), "\(answer)")
+        #expect(answer.contains("bare LF"), "\(answer)")
+        _ = daemon.process.stop()
+    }
+
     @Test func withoutCredentials401AndTheProbesStayOpen() throws {
         let directory = try TemporaryDirectory()
         let users = try directory.write("admins", try DeviceLabTests.sha512Line("prometheus", "scrape-me") + "\n")

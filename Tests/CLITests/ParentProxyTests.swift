@@ -212,6 +212,19 @@ import TestSupport
         #expect(parent.connections == 0, "nothing reached the parent")
     }
 
+    /// A parent whose answer ends its lines in LF alone has answered as far as it knows: that is
+    /// parent-protocol at once, never a wait for a CRLFCRLF until parent-timeout.
+    @Test func aParentAnsweringWithBareLineFeedsIsParentProtocolAtOnce() throws {
+        let parent = try RawOrigin(always: "HTTP/1.1 200 Connection Established\n\n")
+        let (daemon, _) = try Self.daemon(["--parent", "http://127.0.0.1:\(parent.port)", "--connect-timeout", "60"])
+        let run = try Subprocess.curl(["-p", "-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_connect}",
+                                       "https://127.0.0.1:443/"])
+        #expect(run.stdout == "502", "\(run.stderr)")
+        let (_, records) = try daemon.stop()
+        #expect(records.first?["reason"] as? String == "parent-protocol", "\(records)")
+        #expect((records.first?["message"] as? String ?? "").contains("bare LF"), "\(records)")
+    }
+
     // MARK: choosing the way out
 
     /// Two real parents: the first is stopped mid-test; the next request fails over to the second,

@@ -128,6 +128,44 @@ import TestSupport
         _ = try daemon.stop(expected: 2)
     }
 
+    /// The request duration histogram, from real requests: a forwarded request counts its whole
+    /// exchange (as its record's duration_ms), a block its answer, and a tunnel the wait for its origin
+    /// only: held open half a second longer, it counts less than its record's duration by at least that.
+    @Test func requestDurationsCountATunnelUntilItsOriginConnected() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(Self.pins + ["--admin", "127.0.0.1:0", "--connect-port", "\(origin.httpPort)"])
+        _ = try Subprocess.curl(["-x", daemon.proxy, "http://api.example.com:\(origin.httpPort)/small"])
+        _ = try Subprocess.curl(["-x", daemon.proxy, "http://127.0.0.1:\(origin.httpPort)/small"])
+        let tunnel = try daemon.openTunnel(to: origin.httpPort)
+        tunnel.send("GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(tunnel.read(until: "\r\n\r\n").hasPrefix("HTTP/1.1 200 OK"))
+        usleep(500_000)
+        tunnel.close()
+        try daemon.waitForRecords(3)
+        let metrics = try daemon.admin("/metrics")
+        func sample(_ name: String, _ labels: String) throws -> Double {
+            let prefix = "atsgate_request_duration_seconds_\(name){\(labels)} "
+            let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }, "\(prefix) in \(metrics)")
+            return try #require(Double(line.dropFirst(prefix.count)))
+        }
+        #expect(try sample("count", #"kind="answer",action="block""#) == 1)
+        #expect(try sample("bucket", #"kind="answer",action="block",le="+Inf""#) == 1)
+        #expect(try sample("count", #"kind="forward",action="allow""#) == 1)
+        #expect(try sample("count", #"kind="tunnel",action="allow""#) == 1)
+        let (_, records) = try daemon.stop(expected: 3)
+        func seconds(_ method: String, _ action: String) throws -> Double {
+            let record = try #require(records.first { $0["method"] as? String == method && $0["action"] as? String == action })
+            return try #require(record["duration_ms"] as? Double) / 1000
+        }
+        let forward = try sample("sum", #"kind="forward",action="allow""#)
+        #expect(abs(forward - (try seconds("GET", "allow"))) < 0.001, "the whole exchange, as its record says")
+        let block = try sample("sum", #"kind="answer",action="block""#)
+        #expect(abs(block - (try seconds("GET", "block"))) < 0.001)
+        let tunnelSetup = try sample("sum", #"kind="tunnel",action="allow""#)
+        let tunnelLife = try seconds("CONNECT", "allow")
+        #expect(tunnelSetup > 0 && tunnelSetup <= tunnelLife - 0.5, "setup \(tunnelSetup) s, life \(tunnelLife) s")
+    }
+
     @Test func descriptorGaugesCountTheDaemonsDescriptorsAgainstItsLimit() throws {
         let origin = try Origin()
         let daemon = try Daemon(["--admin", "127.0.0.1:0", "--connect-port", "\(origin.httpPort)"])

@@ -44,6 +44,21 @@ import Testing
         ("GET http://a/ HTTP/1.1\r\nX-A: a\rb\r\n\r\n", 400),
         ("GET http://a/ HTTP/1.1\r\nX-A: a\u{1B}[31m\r\n\r\n", 400),
         ("GET\thttp://a/ HTTP/1.1\r\n\r\n", 400),
+        // Line endings (RFC 9112 section 2.2): a bare LF or CR anywhere refuses the head at once,
+        // whether or not a CRLFCRLF ever follows (an LF-ended head never has one).
+        ("GET http://a/ HTTP/1.1\nHost: a\r\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\n\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\nHost: a\n\n", 400),
+        ("GET http://a/ HTTP/1.1\n\n", 400),
+        ("GET http://a/ HTTP/1.1\r\n\n", 400),
+        ("GET http://a/ HTTP/1.1\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\r\n\r\n", 400),
+        ("GET http://a/ HTTP/1.1\r\nHost: a\r\r", 400),
+        ("GET http://a/ HTTP/1.1\rHost: a\r\r", 400),
+        ("\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
+        ("\r\n\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
         // Request line, target and Host (RFC 9112 sections 2.2, 3).
         ("\r\n\r\nGET http://a/ HTTP/1.1\r\n\r\n", 400),
         ("GET http://a/ HTTP/1.10\r\n\r\n", 400),
@@ -63,6 +78,14 @@ import Testing
     ])
     func hostileRequestHeadsAreRefused(text: String, expected: Int) {
         #expect(status(text) == expected)
+    }
+
+    /// Only a CR that is the last byte so far leaves a head undecided; a CRLF-ended head still
+    /// waits for its blank line.
+    @Test(arguments: ["GET http://a/ HTTP/1.1\r", "GET http://a/ HTTP/1.1\r\nHost: a\r\n\r",
+                      "GET http://a/ HTTP/1.1\r\nHost: a\r\n", "\r\n", "\r"])
+    func aHeadWithOnlyCRLFsSoFarIsIncomplete(text: String) throws {
+        #expect(try request(text) == nil)
     }
 
     @Test func oneEmptyLineBeforeTheRequestLineIsSkippedAndCounted() throws {
@@ -175,6 +198,37 @@ import Testing
         #expect(scan(body, split: 2) == nil)
     }
 
+    /// The chunk data alone, however the body is cut: what an HTTP/1.0 client gets.
+    @Test func chunkDataIsTheBodyWithoutItsCoding() throws {
+        let body = Array("5;name=\"v;x\"\r\nhello\r\n6\r\n world\r\n0;last\r\nX-Checksum: 1\r\nX-Empty:\r\n\r\nGET /next".utf8)
+        for cut in 0...body.count {
+            var framing = MessageBody.chunked(ChunkedScanner())
+            var content: [UInt8] = []
+            var taken = 0
+            for piece in [body[..<cut], body[cut...]] where !framing.isComplete {
+                taken += try Array(piece).withUnsafeBytes { bytes in
+                    try framing.take(bytes) { content += bytes[$0] }
+                }
+            }
+            #expect(String(decoding: content, as: UTF8.self) == "hello world", "cut at \(cut)")
+            #expect(taken == body.count - "GET /next".utf8.count, "cut at \(cut)")
+        }
+    }
+
+    /// For an HTTP/1.0 client the chunked coding goes (and the connection closes after the body);
+    /// an HTTP/1.1 client gets the head as it came. Another coding before chunked stays as it was.
+    @Test func theHeadForAnHTTP10ClientLosesTheChunkedCoding() throws {
+        let head = try #require(try response("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n"))
+        #expect(head.removesChunking(forClientMinorVersion: 0))
+        #expect(!head.removesChunking(forClientMinorVersion: 1))
+        let old = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 0), as: UTF8.self)
+        #expect(old == "HTTP/1.1 200 OK\r\nX-A: 1\r\nVia: 1.1 atsgate\r\nConnection: close\r\n\r\n")
+        let new = String(decoding: head.rewritten(keepAlive: true, clientMinorVersion: 1), as: UTF8.self)
+        #expect(new == "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\nVia: 1.1 atsgate\r\n\r\n")
+        let gzipped = try #require(try response("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"))
+        #expect(!gzipped.removesChunking(forClientMinorVersion: 0))
+    }
+
     @Test func chunkLinesAndTrailersAreBounded() {
         #expect(scan("5;" + String(repeating: "a", count: 5000) + "\r\n") == nil)
         let trailers = (0..<2000).map { "X-\($0): 1234567890\r\n" }.joined()
@@ -213,6 +267,11 @@ import Testing
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: , \r\n\r\n",
         "HTTP/1.1 600 Internal\r\n\r\n",
         "HTTP/1.1 200 OK\r\nX[1]: a\r\n\r\n",
+        // LF-ended lines are refused as they arrive, not waited on until a CRLFCRLF.
+        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\n",
+        "HTTP/1.1 200 OK\nContent-Length: 0\n\n",
+        "HTTP/1.1 204 No Content\r\n\n",
+        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\r",
     ])
     func hostileResponseHeadsAreRefused(text: String) {
         #expect(throws: ResponseHead.Malformed.self) { try response(text) }

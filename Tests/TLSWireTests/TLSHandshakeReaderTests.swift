@@ -175,6 +175,19 @@ struct TLSHandshakeReaderTests {
         #expect(try ClientHello(first[0]).serverName == ClientHello(second[0]).serverName)
     }
 
+    @Test("a ChangeCipherSpec before the first ClientHello ends the handshake, HelloRetryRequest or not")
+    func changeCipherSpecBeforeAnyMessage() throws {
+        // Found by the fuzzer: told of a HelloRetryRequest before any byte, the reader skipped a
+        // leading ChangeCipherSpec and read the ClientHello behind it, which the first look
+        // (looksLikeTLS: a stream starting with anything but a handshake record) calls cleartext.
+        let hello = C.tls13HelloRetry.clientToServer
+        var reader = TLSHandshakeReader()
+        reader.serverSentHelloRetryRequest()
+        let messages = try reader.feed(record(.changeCipherSpec, [1]) + hello)
+        #expect(messages.isEmpty)
+        #expect(reader.sawNonHandshakeRecord == .changeCipherSpec)
+    }
+
     @Test("a compatibility ChangeCipherSpec that is not the single byte 1 is an error")
     func badCompatibilityChangeCipherSpec() {
         let retry = C.tls13HelloRetry.serverTranscript.messages[0].encoded.withRecord

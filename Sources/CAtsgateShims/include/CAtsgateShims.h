@@ -1,6 +1,7 @@
 #ifndef ATSGATE_SHIMS_H
 #define ATSGATE_SHIMS_H
-// GNU calls and macros Swift cannot import directly: splice(2), pipe2(2), accept4(2) need _GNU_SOURCE,
+// GNU calls and macros Swift cannot import directly: splice(2), pipe2(2), accept4(2) and the CPU_*
+// macros of sched_getaffinity(2) need _GNU_SOURCE,
 // and Glibc's Swift module does not export <sys/epoll.h>.
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -16,4 +17,7 @@ int atsgate_accept(int fd, struct sockaddr *address, socklen_t *length);
 int atsgate_socket(int domain, int type);
 /// eventfd(2) with EFD_NONBLOCK | EFD_CLOEXEC (Glibc's Swift module does not export <sys/eventfd.h>).
 int atsgate_eventfd(void);
+/// How many CPUs sched_getaffinity(2) lets this process run on (CPU_COUNT_S, a macro), sized for
+/// machines of any CPU count; -1 with errno set when the call fails.
+int atsgate_affinity_cpu_count(void);
 #endif
