@@ -19,6 +19,13 @@ public func fuzzTLSHandshake(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
         let small = TLSRead(stream, cuts: cuts, control: control)
         fuzzCheck(whole == small, "whole \(whole), in pieces of \(1 + Int(control >> 5)) \(small)")
     }
+    // The reader of a client's answer to the server's flight says the same however the stream is cut.
+    let answer = clientAnswer(stream, cuts: [], control: control)
+    fuzzCheck(answer == clientAnswer(stream, cuts: [split], control: control), "client answer whole \(String(describing: answer)), cut at \(split)")
+    if stream.count <= 4096 {
+        let cuts = Array(stride(from: 0, through: stream.count, by: 1 + Int(control >> 5)))
+        fuzzCheck(answer == clientAnswer(stream, cuts: cuts, control: control), "client answer whole \(String(describing: answer)), in pieces")
+    }
     guard case .read(let messages, _, _, _) = whole else { return 0 }
 
     // A stream the reader takes as starting with a ClientHello is one the proxy's first look calls TLS.
@@ -145,4 +152,17 @@ enum TLSRead: Equatable, CustomStringConvertible {
             "failed \(error)"
         }
     }
+}
+
+/// ClientAnswerReader over the stream, armed from its first byte (the version and suite chosen by
+/// the control byte), fed in the pieces `cuts` makes.
+func clientAnswer(_ stream: UnsafeRawBufferPointer, cuts: [Int], control: UInt8) -> ClientAnswerReader.Answer? {
+    var reader = ClientAnswerReader()
+    reader.arm(version: control & 1 == 0 ? 0x0303 : 0x0304, cipherSuite: control & 4 == 0 ? 0x1301 : 0x1305)
+    var start = 0
+    for cut in cuts + [stream.count] where cut >= start && cut <= stream.count {
+        reader.feed(stream[start..<cut])
+        start = cut
+    }
+    return reader.answer
 }

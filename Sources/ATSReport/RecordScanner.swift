@@ -46,6 +46,12 @@ public struct RecordScanner {
         public var pqOffered: Bool?
         /// `dropped` of a `log-overflow` record: decisions the proxy could not log; -1 when absent.
         public var dropped = -1
+        /// The lab's name of the client device (`--device`), when one matched.
+        public var device = Span.none
+        /// `client_alert` of a client's refusal of the server: the alert's name; `clientAlertLogged`
+        /// tells a null (TLS 1.3: encrypted) from a record without the field.
+        public var clientAlert = Span.none
+        public var clientAlertLogged = false
 
         /// The fields without which a line is not a decision record. (The proxy's own answers to
         /// requests that name no destination, such as a 400, have a null scheme, host and port.)
@@ -127,6 +133,10 @@ public struct RecordScanner {
         case .cipher?: return cursor.stringOrNull(into: &fields.cipher)
         case .message?: return cursor.stringOrNull(into: &fields.message)
         case .userAgent?: return cursor.stringOrNull(into: &fields.userAgent)
+        case .device?: return cursor.stringOrNull(into: &fields.device)
+        case .clientAlert?:
+            fields.clientAlertLogged = true
+            return cursor.stringOrNull(into: &fields.clientAlert)
         case .port?:
             guard let literal = cursor.literal() else { return false }
             fields.port = RecordScanner.port(cursor.base + literal.start, literal.count)
@@ -247,7 +257,7 @@ public struct RecordScanner {
 /// The keys the report reads, recognised by length and bytes.
 private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
-    case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped
+    case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert
 
     init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -272,6 +282,8 @@ private enum Key {
         case (12, UInt8(ascii: "k")) where equals("key_exchange"): self = .keyExchange
         case (10, UInt8(ascii: "p")) where equals("pq_offered"): self = .pqOffered
         case (7, UInt8(ascii: "d")) where equals("dropped"): self = .dropped
+        case (6, UInt8(ascii: "d")) where equals("device"): self = .device
+        case (12, UInt8(ascii: "c")) where equals("client_alert"): self = .clientAlert
         default: return nil
         }
     }

@@ -75,6 +75,7 @@ extension AppReport {
             ("\(count(.block))", "blocked in the log", count(.block) > 0 ? "warn" : ""),
             ("\(unused.count)", "unused keys", unused.isEmpty ? "" : "warn"),
             ("\(notChecked.count)", "not checked", notChecked.isEmpty ? "" : "warn"),
+            ("\(refusedByApp.count)", "refused by the app", refusedByApp.isEmpty ? "" : "warn"),
         ]
         for (value, label, kind) in cards {
             out += "<div class=\"card \(kind)\"><b>\(value)</b><span>\(label)</span></div>"
@@ -101,6 +102,20 @@ extension AppReport {
             out += "</tbody></table>\n"
         }
 
+        let refused = refusedByApp
+        if !refused.isEmpty {
+            out += "<h3>The app refused this server</h3>\n<p class=\"note\">Its pinning or the device's trust evaluation "
+                + "ended the TLS handshake after the server's certificate (the alert it sent; encrypted: TLS 1.3 hides its name).</p>\n"
+                + "<table class=\"refused\"><thead><tr><th>destination</th><th>alerts</th><th>devices</th></tr></thead><tbody>\n"
+            for destination in refused {
+                let traffic = destination.traffic
+                out += "<tr><td class=\"url\"><code>\(e(traffic.url))</code></td>"
+                    + "<td><span class=\"tag warn\">refused by the app</span> \(e(traffic.clientRefusalSummary))</td>"
+                    + "<td>\(e(traffic.deviceNames.isEmpty ? "-" : traffic.deviceNames.joined(separator: ", ")))</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+
         if !unused.isEmpty {
             out += "<h3>Unused keys (candidates to remove)</h3>\n<table><thead><tr><th>key</th><th>why</th></tr></thead><tbody>\n"
             for (index, key) in unused.enumerated() {
@@ -112,7 +127,9 @@ extension AppReport {
         }
 
         out += "<h3>Destinations</h3>\n<table class=\"all\"><thead><tr><th>destination</th><th>records</th>"
-        out += "<th>actions</th><th>reasons</th><th>TLS</th><th>exception</th><th>first / last seen</th><th>verdict</th></tr></thead><tbody>\n"
+        let showDevices = destinations.contains { !$0.traffic.devices.isEmpty }
+        out += "<th>actions</th><th>reasons</th><th>TLS</th><th>exception</th>" + (showDevices ? "<th>devices</th>" : "")
+            + "<th>first / last seen</th><th>verdict</th></tr></thead><tbody>\n"
         for destination in destinations {
             let traffic = destination.traffic
             let actions = LoggedAction.allCases.compactMap { traffic.count($0) == 0 ? nil : "\(traffic.count($0)) \($0.name)" }
@@ -122,6 +139,10 @@ extension AppReport {
             let groups = traffic.keyExchanges.isEmpty ? [] : traffic.keyExchangeGroups
             out += "<td><small>\((traffic.tlsVersions + traffic.ciphers + groups).map(e).joined(separator: "<br>"))</small></td>"
             out += "<td>\(e(destination.decision?.exception?.entry.displayName ?? "-"))</td>"
+            if showDevices {
+                let devices = traffic.devices.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }
+                out += "<td class=\"devices\">\(devices.isEmpty ? "-" : devices.map(e).joined(separator: "<br>"))</td>"
+            }
             out += "<td class=\"time\">\(HTMLPage.time(traffic.firstTime))<br>\(HTMLPage.time(traffic.lastTime))</td>"
             out += destination.isBlocked ? "<td><span class=\"tag bad\">block</span></td>" : "<td><span class=\"tag ok\">ok</span></td>"
             out += "</tr>\n"

@@ -106,6 +106,14 @@ extension AppReport {
             ("without_destination", .object(undirected.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
             ("blocked", .int(blocked.count)),
             ("not_checked", .int(notChecked.count)),
+            ("devices", .object(devices.map { ($0.0, .int($0.1)) })),
+            ("refused_by_app", .array(refusedByApp.map { destination in
+                .object([
+                    ("url", .string(destination.traffic.url)),
+                    ("alerts", .object(destination.traffic.clientRefusals.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                    ("devices", .array(destination.traffic.deviceNames.map(JSONValue.string))),
+                ])
+            })),
             ("destinations", destinations),
             ("unused", .array(unused.enumerated().map { index, key in
                 .object([
@@ -160,6 +168,8 @@ extension DestinationReport {
             ("logged_exceptions", .array(traffic.exceptions.sorted().map(JSONValue.string))),
             ("certificate_findings", .array(traffic.certificateFindings.sorted().map(JSONValue.string))),
             ("report_only_blocks", .int(traffic.reportOnlyBlocks)),
+            ("devices", .object(traffic.devices.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+            ("client_refusals", .object(traffic.clientRefusals.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
             ("contexts", .array(traffic.contexts.map { .string($0.rawValue) })),
             ("not_checked", .optional(notChecked)),
             ("quantum", .optional(quantum?.rawValue)),

@@ -7,7 +7,8 @@ extension Report {
     /// case so it shows without failing the build. Against a baseline, unchanged blocks are skipped
     /// cases and absent ones passing cases; a destination whose handshake could not be checked is
     /// skipped; the quantum-secure verdicts are cases of their own (a classical answer fails only with
-    /// `--require-quantum-secure`); a log that lost decisions is an error case.
+    /// `--require-quantum-secure`); a server the app itself refused is a skipped case of its own; a log
+    /// that lost decisions is an error case.
     public var junit: String {
         var suites: [JUnitSuite] = []
         if isIncomplete {
@@ -60,6 +61,7 @@ extension AppReport {
             var summary = "\(traffic.records) records (" + actions.joined(separator: ", ") + "), "
             summary += Timestamp.text(traffic.firstTime) + " .. " + Timestamp.text(traffic.lastTime)
             if !traffic.tlsVersions.isEmpty { summary += "; TLS " + traffic.tlsVersions.joined(separator: ", ") }
+            if !traffic.devices.isEmpty { summary += "; devices " + traffic.deviceNames.joined(separator: ", ") }
             testCase.output = summary
             suite.cases.append(testCase)
         }
@@ -67,6 +69,14 @@ extension AppReport {
             let path = LintKeyPath(key.change.keyPath.map(LintKeyPath.Component.key)).description
             let state = index < unusedBaseline.count ? " (\(unusedBaseline[index].rawValue) since the baseline)" : ""
             suite.cases.append(JUnitCase(classname: "\(app).unused", name: path, outcome: .skipped("unused: \(key.note)\(state)")))
+        }
+        // The app's own refusals: shown, skipped rather than failed (no change to the policy fixes them,
+        // and the gate's verdict is about ATS).
+        for destination in refusedByApp {
+            let traffic = destination.traffic
+            let devices = traffic.devices.isEmpty ? "" : " on " + traffic.deviceNames.joined(separator: ", ")
+            suite.cases.append(JUnitCase(classname: "\(app).refused-by-app", name: traffic.url,
+                                         outcome: .skipped("the app refused this server\(devices): \(traffic.clientRefusalSummary)")))
         }
         if recordsKeyExchange {
             for destination in destinations {

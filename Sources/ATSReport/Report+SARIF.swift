@@ -12,6 +12,8 @@ extension Report {
          "A server answered a post-quantum key exchange offer with a classical group (harvest now, decrypt later)"),
         ("not-checked", "NotChecked", "note",
          "An HTTPS destination whose handshake the input does not show, so its TLS rules were not judged"),
+        ("refused-by-app", "RefusedByApp", "warning",
+         "The app itself refused a server: its pinning or the device's trust evaluation ended the TLS handshake after the server's certificate"),
         ("incomplete-evidence", "IncompleteEvidence", "error",
          "The proxy could not log every decision (log-overflow records): the verdict rests on part of the traffic"),
     ]
@@ -120,6 +122,26 @@ extension Report {
                         + destination.notChecked! + "."))])),
                     ("locations", .array([location([])])),
                     ("properties", .object([("app", .string(app.app)), ("url", .string(destination.traffic.url))])),
+                ]))
+            }
+            for destination in app.refusedByApp {
+                let traffic = destination.traffic
+                // On the app's pin for the host when it has one (the likeliest cause), else on the policy.
+                let keys = destination.decision?.pin.map { [ATSKey.pinnedDomains, $0.key] } ?? []
+                let devices = traffic.devices.isEmpty ? "" : " on " + traffic.deviceNames.joined(separator: ", ")
+                results.append(.object([
+                    ("ruleId", "refused-by-app"),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("refused-by-app"))),
+                    ("level", "warning"),
+                    ("message", .object([("text", .string("\(app.app) refused the server of \(traffic.url)\(devices): "
+                        + "\(traffic.clientRefusalSummary) (the TLS alert it sent; encrypted: TLS 1.3). Its pinning or the "
+                        + "device's trust evaluation rejected the certificate the proxy let through."))])),
+                    ("locations", .array([location(keys)])),
+                    ("properties", .object([
+                        ("app", .string(app.app)), ("url", .string(traffic.url)),
+                        ("alerts", .object(traffic.clientRefusals.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                        ("devices", .array(traffic.deviceNames.map(JSONValue.string))),
+                    ])),
                 ]))
             }
             for finding in app.absent { results.append(absentResult(finding, location: location([]))) }

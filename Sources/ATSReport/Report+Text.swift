@@ -89,6 +89,10 @@ extension AppReport {
             let parts = undirected.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
             out += "  without a destination: \(parts.joined(separator: ", "))\n"
         }
+        let devices = self.devices
+        if !devices.isEmpty {
+            out += "  devices: " + devices.map { "\($0.0) (\($0.1) record\($0.1 == 1 ? "" : "s"))" }.joined(separator: ", ") + "\n"
+        }
         let blocked = self.blocked
         if blocked.isEmpty {
             out += "  nothing was or would be blocked\n"
@@ -106,6 +110,17 @@ extension AppReport {
         if !absent.isEmpty {
             out += "  ABSENT since the baseline (\(absent.count)):\n"
             for finding in absent { out += "    \(finding.summary)\n" }
+        }
+        let refused = refusedByApp
+        if !refused.isEmpty {
+            out += "  THE APP REFUSED THIS SERVER (\(refused.count)): its pinning or the device's trust evaluation ended "
+                + "the handshake (alert; encrypted: TLS 1.3):\n"
+            for destination in refused {
+                let traffic = destination.traffic
+                out += "    \(traffic.url)  \(traffic.clientRefusalSummary)"
+                if !traffic.devices.isEmpty { out += "  devices: \(traffic.deviceNames.joined(separator: ", "))" }
+                out += "\n"
+            }
         }
         let notChecked = self.notChecked
         if !notChecked.isEmpty {
@@ -158,6 +173,7 @@ extension DestinationReport {
         out += traffic.firstTime == traffic.lastTime ? "at \(Timestamp.text(traffic.firstTime))"
             : "\(Timestamp.text(traffic.firstTime)) .. \(Timestamp.text(traffic.lastTime))"
         if traffic.reportOnlyBlocks > 0 { out += ", \(traffic.reportOnlyBlocks) report-only" }
+        if !traffic.devices.isEmpty { out += ", devices: \(traffic.deviceNames.joined(separator: ", "))" }
         out += "\n"
         for finding in findings { out += "      \(finding.reason): \(finding.detail)\n" }
         if let fix {

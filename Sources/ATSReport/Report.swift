@@ -88,6 +88,15 @@ public struct AppReport: Sendable {
     public var absent: [AbsentFinding] = []
 
     public var blocked: [DestinationReport] { destinations.filter(\.isBlocked) }
+    /// Destinations whose server the app itself refused (`client-refused-certificate`): its pinning
+    /// or the device's trust evaluation ended the handshake after the server's certificate.
+    public var refusedByApp: [DestinationReport] { destinations.filter { !$0.traffic.clientRefusals.isEmpty } }
+    /// Records per device over every destination (`--device`), the busiest first.
+    public var devices: [(String, Int)] {
+        var counts: [String: Int] = [:]
+        for destination in destinations { counts.merge(destination.traffic.devices, uniquingKeysWith: +) }
+        return counts.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+    }
     public var notChecked: [DestinationReport] { destinations.filter { $0.notChecked != nil } }
     /// TLS destinations by quantum-secure status.
     public func quantum(_ status: QuantumStatus) -> [DestinationReport] { destinations.filter { $0.quantum == status } }

@@ -110,6 +110,14 @@ public struct DestinationTraffic: Sendable {
     public var reportOnlyBlocks = 0
     /// The message of the first block, as logged.
     public var blockMessage: String?
+    /// Records per device (`--device`; records without one are not counted here).
+    public var devices: [String: Int] = [:]
+    /// The client's own refusals of the server (`client-refused-certificate`), by the alert it sent
+    /// (`encrypted`: TLS 1.3, its name hidden).
+    public var clientRefusals: [String: Int] = [:]
+
+    /// The proxy's reason for a client that refused the server's certificate.
+    public static let clientRefusalReason = "client-refused-certificate"
     /// The builder's memory of the last values seen, so a run of equal ones costs no table lookup.
     var run = Run()
 
@@ -119,6 +127,8 @@ public struct DestinationTraffic: Sendable {
         var handshake = -1
         var exception = -1
         var keyExchange = -1
+        var device = -1
+        var deviceCount = 0
     }
 
     /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
@@ -130,6 +140,15 @@ public struct DestinationTraffic: Sendable {
         let seen = LoadContext.allCases.enumerated().filter { contextBits & (1 << $0.offset) != 0 }.map(\.element)
         return seen.isEmpty ? [.app] : seen
     }
+
+    /// The devices whose records name this destination, by name.
+    public var deviceNames: [String] { devices.keys.sorted() }
+    /// `unknown_ca ×3, encrypted ×1`: the client's refusals by alert, the commonest first.
+    public var clientRefusalSummary: String {
+        clientRefusals.sorted { $0.value != $1.value ? $0.value > $1.value : $0.key < $1.key }
+            .map { "\($0.key) \u{d7}\($0.value)" }.joined(separator: ", ")
+    }
+    public var clientRefusalCount: Int { clientRefusals.values.reduce(0, +) }
 
     public var tlsVersions: [String] { Set(handshakes.map(\.version)).sorted() }
     public var ciphers: [String] { Set(handshakes.compactMap(\.cipher)).sorted() }
@@ -153,6 +172,8 @@ public struct DestinationTraffic: Sendable {
         certificateFindings.formUnion(other.certificateFindings)
         reportOnlyBlocks += other.reportOnlyBlocks
         if blockMessage == nil { blockMessage = other.blockMessage }
+        devices.merge(other.devices, uniquingKeysWith: +)
+        clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         contextBits |= other.contextBits
     }
 }
@@ -395,6 +416,8 @@ public struct TrafficSummaryBuilder {
     private var destinations: [DestinationTraffic] = []
     /// (slot, reason id) -> records.
     private var reasonCounts: [Pair: Int] = [:]
+    /// (slot, device id) -> records.
+    private var deviceCounts: [Pair: Int] = [:]
     /// (slot, version id << 32 | cipher id + 1, or 0 for none).
     private var handshakes: Set<Pair> = []
     /// (slot, exception id).
@@ -417,6 +440,8 @@ public struct TrafficSummaryBuilder {
     }
     /// Per reason id: a certificate finding (`certificate-*`).
     private var isCertificateReason: [Bool] = []
+    /// Per reason id: the client's refusal of the server (`client-refused-certificate`).
+    private var isClientRefusal: [Bool] = []
     /// Per interned User-Agent: its load context's bit (0 until classified).
     private var contextBitOf: [UInt8] = []
     private var lastUserAgent: [UInt8] = []
@@ -612,7 +637,9 @@ public struct TrafficSummaryBuilder {
         let bit = contextBit(fields.userAgent, line)
         if reason >= 0 {
             while isCertificateReason.count <= reason {
-                isCertificateReason.append(strings[isCertificateReason.count].hasPrefix("certificate-"))
+                let code = strings[isCertificateReason.count]
+                isCertificateReason.append(code.hasPrefix("certificate-"))
+                isClientRefusal.append(code == DestinationTraffic.clientRefusalReason)
             }
         }
         let update = TrafficSummaryBuilder.update(&destinations[slot], action: action, time: time, contextBit: bit,
@@ -629,6 +656,12 @@ public struct TrafficSummaryBuilder {
                 }
             }
         }
+        if fields.device.isPresent { count(device: intern(fields.device, line), slot: slot) }
+        if reason >= 0, isClientRefusal[reason] {
+            // Rare (a refusal per failed load): counted on the destination directly.
+            let alert = fields.clientAlert.isPresent ? RecordScanner.string(fields.clientAlert, in: line) : "encrypted"
+            destinations[slot].clientRefusals[alert, default: 0] += 1
+        }
         for finding in fields.certTolerated {
             destinations[slot].certificateFindings.insert(RecordScanner.string(finding, in: line))
         }
@@ -641,6 +674,19 @@ public struct TrafficSummaryBuilder {
                 keyExchanges.insert(Pair(slot: slot, value: value))
             }
         }
+    }
+
+    /// One record of device `id` at `slot`: a run of records from one device (a phone's burst)
+    /// touches only the destination; a change of device flushes the run into the table.
+    private mutating func count(device id: Int, slot: Int) {
+        if destinations[slot].run.device == id {
+            destinations[slot].run.deviceCount += 1
+            return
+        }
+        let run = destinations[slot].run
+        if run.device >= 0 { deviceCounts[Pair(slot: slot, value: run.device), default: 0] += run.deviceCount }
+        destinations[slot].run.device = id
+        destinations[slot].run.deviceCount = 1
     }
 
     /// What a record changes in its destination, in one access. Runs of the same reason, handshake or
@@ -700,6 +746,11 @@ public struct TrafficSummaryBuilder {
             reasonCounts[Pair(slot: slot, value: destination.run.reason), default: 0] += destination.run.reasonCount
         }
         for (key, count) in reasonCounts { result[key.slot].reasons[strings[key.value], default: 0] += count }
+        var deviceCounts = self.deviceCounts
+        for (slot, destination) in destinations.enumerated() where destination.run.device >= 0 {
+            deviceCounts[Pair(slot: slot, value: destination.run.device), default: 0] += destination.run.deviceCount
+        }
+        for (key, count) in deviceCounts { result[key.slot].devices[strings[key.value], default: 0] += count }
         for key in handshakes {
             let cipher = key.value & 0xFFFF_FFFF
             result[key.slot].handshakes.insert(Handshake(version: strings[key.value >> 32],

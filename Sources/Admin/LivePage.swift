@@ -15,16 +15,16 @@ enum LivePage {
     /// The records embedded in the page: its first screen, grouped (the stream brings the rest).
     static let embedded = 500
 
-    /// The totals by app, action, reason and enforcement (of every record the feed numbered, up to
+    /// The totals by app, device, action, reason and enforcement (of every record the feed numbered, up to
     /// `through`), the inspected handshakes by app and key exchange, the mode new connections get,
     /// the records given, and, for a `counts` event after a gap, how many records the stream skipped.
     static func snapshot(_ snapshot: LiveFeed.Snapshot, mode: ProxyMode, skipped: Int? = nil) -> String {
         let counts = snapshot.totals.decisions
-            .sorted { ($0.key.app, $0.key.action, $0.key.reason, $0.key.enforced ? 1 : 0)
-                < ($1.key.app, $1.key.action, $1.key.reason, $1.key.enforced ? 1 : 0) }
+            .sorted { $0.key < $1.key }
             .map { key, count -> JSONValue in
-                .object([("app", .string(key.app)), ("action", .string(key.action)), ("reason", .string(key.reason)),
-                         ("enforced", .bool(key.enforced)), ("count", .int(count))])
+                .object([("app", .string(key.app))] + device(key.device)
+                        + [("action", .string(key.action)), ("reason", .string(key.reason)), ("enforced", .bool(key.enforced)),
+                           ("count", .int(count))])
             }
         let recent = snapshot.entries.map { entry -> JSONValue in
             guard case .object(var fields) = entry.record.json(policy: entry.policy) else { return .null }
@@ -32,7 +32,7 @@ enum LivePage {
             return .object(fields)
         }
         let keyExchanges = snapshot.totals.keyExchanges.sorted { $0.key < $1.key }.map { key, count -> JSONValue in
-            .object([("app", .string(key.app)), ("group", .string(key.groupName)),
+            .object([("app", .string(key.app))] + device(key.device) + [("group", .string(key.groupName)),
                      ("pq_offered", .bool(key.postQuantumOffered)), ("count", .int(count))])
         }
         var fields: [(String, JSONValue)] = [("through", .int(snapshot.through)), ("mode", .string(mode.rawValue)),
@@ -41,6 +41,12 @@ enum LivePage {
                                              ("recent", .array(recent))]
         if let skipped { fields.append(("skipped", .int(skipped))) }
         return JSONValue.object(fields).compact
+    }
+
+    /// A count's `device` field: left out when no --device matched (the page reads it as ""), so a
+    /// proxy without devices sends what it sent before.
+    private static func device(_ name: String) -> [(String, JSONValue)] {
+        name.isEmpty ? [] : [("device", .string(name))]
     }
 
     /// The page with `snapshot` embedded (`</` escaped so no value can end the script element).
@@ -87,6 +93,7 @@ enum LivePage {
     #decisions { table-layout:fixed; }
     #decisions col.time { width:84px; } #decisions col.times { width:76px; } #decisions col.app { width:17%; }
     #decisions col.action { width:112px; } #decisions col.reason { width:15%; } #decisions col.user { width:9%; }
+    #decisions col.device { width:9%; }
     .tag { display:inline-block; padding:0 6px; border-radius:9px; font-size:12px; color:#fff; border:1px solid transparent; white-space:nowrap; }
     .allow { background:var(--allow); } .block { background:var(--block); }
     .upgrade { background:var(--upgrade); } .error { background:var(--error); }
@@ -119,6 +126,7 @@ enum LivePage {
       <span id="mode" class="mode" hidden>report mode: blocks are recorded, not enforced</span>
       <span class="filters">
         <label>App <select id="app" data-field="app"><option value="">all apps</option></select></label>
+        <label>Device <select id="device" data-field="device"><option value="">all devices</option></select></label>
       </span>
     </header>
     <main>
@@ -127,6 +135,8 @@ enum LivePage {
         <div class="totals" id="totals"></div>
         <h2>By app</h2>
         <table id="byApp"><thead></thead><tbody></tbody></table>
+        <h2 id="byDeviceTitle" style="margin-top:12px" hidden>By device</h2>
+        <table id="byDevice" hidden><thead></thead><tbody></tbody></table>
         <h2 style="margin-top:12px">By reason</h2>
         <table id="byReason"><thead><tr><th>action</th><th>reason</th><th class="num">count</th></tr></thead><tbody></tbody></table>
       </section>
@@ -143,7 +153,7 @@ enum LivePage {
       </section>
       <section class="wide">
         <h2>Decisions <span class="meta">grouped by app, destination and reason, the most recent first; highlighted: joined in the last 5 s</span> <span id="shown" class="meta"></span></h2>
-        <table id="decisions"><colgroup><col class="time"><col class="times"><col class="app"><col><col class="action"><col class="reason"><col class="user"><col class="time"></colgroup><thead><tr><th>last</th><th class="num">times</th><th>app</th><th>destination</th><th>action</th><th>reason</th><th>user</th><th>first</th></tr></thead><tbody></tbody></table>
+        <table id="decisions"><colgroup><col class="time"><col class="times"><col class="app"><col><col class="action"><col class="reason"><col class="user"><col class="device"><col class="time"></colgroup><thead><tr><th>last</th><th class="num">times</th><th>app</th><th>destination</th><th>action</th><th>reason</th><th>user</th><th>device</th><th>first</th></tr></thead><tbody></tbody></table>
       </section>
     </main>
     <script id="snapshot" type="application/json">@SNAPSHOT@</script>
@@ -177,24 +187,24 @@ enum LivePage {
     let mode = snapshot.mode;
     let through = snapshot.through;   // the number of the newest record the totals include
     let received = 0, skipped = 0;
-    let counts = new Map();           // app, kind, reason -> {app, kind, reason, n}
-    let exchanges = new Map();        // app, group, offered -> {app, group, offered, n}
+    let counts = new Map();           // app, device, kind, reason -> {app, device, kind, reason, n}
+    let exchanges = new Map();        // app, device, group, offered -> {app, device, group, offered, n}
     const pqGroups = new Set(snapshot.pq_groups);
     function addCount(r, n) {
-      const kind = kindOf(r.action, r.enforced), app = r.app || "", reason = r.reason || "";
-      const key = app + "\u0000" + kind + "\u0000" + reason;
+      const kind = kindOf(r.action, r.enforced), app = r.app || "", device = r.device || "", reason = r.reason || "";
+      const key = [app, device, kind, reason].join("\u0000");
       const c = counts.get(key);
-      if (c) c.n += n; else counts.set(key, {app, kind, reason, n});
+      if (c) c.n += n; else counts.set(key, {app, device, kind, reason, n});
     }
-    function addExchange(app, group, offered, n) {
-      const key = [app || "", group || "", offered ? "1" : ""].join("\u0000");
+    function addExchange(app, device, group, offered, n) {
+      const key = [app || "", device || "", group || "", offered ? "1" : ""].join("\u0000");
       const e = exchanges.get(key);
-      if (e) e.n += n; else exchanges.set(key, {app: app || "", group: group || "", offered: !!offered, n});
+      if (e) e.n += n; else exchanges.set(key, {app: app || "", device: device || "", group: group || "", offered: !!offered, n});
     }
     function setTotals(s) {
       counts = new Map(); exchanges = new Map();
       for (const c of s.counts) addCount(c, c.count);
-      for (const k of s.key_exchange) addExchange(k.app, k.group, k.pq_offered, k.count);
+      for (const k of s.key_exchange) addExchange(k.app, k.device, k.group, k.pq_offered, k.count);
     }
 
     function el(tag, text, cls) {
@@ -214,15 +224,16 @@ enum LivePage {
     function clock(t) { return (t || "").slice(11, 19); }
     function number(n) { return n.toLocaleString("en-US"); }
 
-    // Repeated decisions are one group: app, destination, what was done and why. The Map is in the
-    // order groups were last seen (a group seen again moves to its end).
+    // Repeated decisions are one group: app, device, destination, what was done and why. The Map is in
+    // the order groups were last seen (a group seen again moves to its end).
     const groups = new Map();
     function addRecord(r, now) {
-      const app = r.app || "", dest = destination(r), kind = kindOf(r.action, r.enforced), reason = r.reason || "";
-      const key = app + "\u0000" + dest + "\u0000" + kind + "\u0000" + reason;
+      const app = r.app || "", device = r.device || "", dest = destination(r), kind = kindOf(r.action, r.enforced);
+      const reason = r.reason || "";
+      const key = [app, device, dest, kind, reason].join("\u0000");
       let g = groups.get(key);
       if (g) groups.delete(key);
-      else g = {app, dest, kind, reason, count: 0, first: r.time, users: new Set(), row: null, rowCount: 0, item: null, itemCount: 0};
+      else g = {app, device, dest, kind, reason, count: 0, first: r.time, users: new Set(), row: null, rowCount: 0, item: null, itemCount: 0};
       g.count += 1; g.last = r.time; g.record = r;
       if (now) g.touched = now;
       if (r.proxy_user && g.users.size < 100) g.users.add(r.proxy_user);
@@ -250,16 +261,18 @@ enum LivePage {
       if (!g.row) {
         g.row = el("tr");
         g.row.dataset.app = g.app;
+        g.row.dataset.device = g.device;
         g.row.dataset.kind = g.kind;
-        for (const cls of ["time", "num count", "mono", "mono", "", "mono", "", "time"]) g.row.appendChild(el("td", null, cls));
-        const [, , app, dest, action, reason] = g.row.children;
+        for (const cls of ["time", "num count", "mono", "mono", "", "mono", "", "mono", "time"]) g.row.appendChild(el("td", null, cls));
+        const [, , app, dest, action, reason, , device] = g.row.children;
         app.textContent = g.app || "(none)"; dest.textContent = g.dest; action.appendChild(tag(g.kind)); reason.textContent = g.reason;
+        device.textContent = g.device || "-";
       }
       if (g.rowCount !== g.count) {
         g.rowCount = g.count;
         // Arrived while the page was open: marked so the eye finds the new ones.
         g.row.dataset.count = g.count;
-        const [last, times, , , , reason, user, first] = g.row.children;
+        const [last, times, , , , reason, user, , first] = g.row.children;
         last.textContent = clock(g.last); last.title = timeOf(g.last);
         times.textContent = "\u00d7" + number(g.count);
         reason.title = g.record.message || "";
@@ -284,26 +297,29 @@ enum LivePage {
         meta.replaceChildren();
         if (g.count > 1) meta.appendChild(el("span", "\u00d7" + number(g.count) + " ", "times"));
         meta.appendChild(document.createTextNode(timeOf(g.last) + (g.count > 1 ? " (since " + clock(g.first) + ")" : "")
-          + " \u00b7 " + (g.app || "no app") + (g.users.size ? " \u00b7 " + users(g) : "")));
+          + " \u00b7 " + (g.app || "no app") + (g.device ? " \u00b7 " + g.device : "") + (g.users.size ? " \u00b7 " + users(g) : "")));
       }
       return g.item;
     }
 
     const placeholders = {
-      decisions: emptyRow(8, "no decisions yet"), blocks: el("li", "no blocks", "empty"),
+      decisions: emptyRow(9, "no decisions yet"), blocks: el("li", "no blocks", "empty"),
       wouldBlocks: el("li", "nothing would have been blocked", "empty"),
     };
 
     let renderedAt = 0;
     function render() {
       renderedAt = performance.now();
-      const totals = {}, perApp = new Map(), perReason = new Map();
+      const totals = {}, perApp = new Map(), perDevice = new Map(), perReason = new Map();
       for (const c of counts.values()) {
         if (!matches(c)) continue;
         totals[c.kind] = (totals[c.kind] || 0) + c.n;
         const row = perApp.get(c.app) || {};
         row[c.kind] = (row[c.kind] || 0) + c.n;
         perApp.set(c.app, row);
+        const deviceRow = perDevice.get(c.device) || {};
+        deviceRow[c.kind] = (deviceRow[c.kind] || 0) + c.n;
+        perDevice.set(c.device, deviceRow);
         if (c.reason) {
           const rk = c.kind + "\u0000" + c.reason;
           perReason.set(rk, (perReason.get(rk) || 0) + c.n);
@@ -341,6 +357,23 @@ enum LivePage {
         return tr;
       }));
       if (!appRows.length) appBody.appendChild(emptyRow(kinds.length + 1, "no decisions yet"));
+
+      // By device: shown once any record names a device (--device).
+      const named = Array.from(perDevice.keys()).some(d => d);
+      document.getElementById("byDeviceTitle").hidden = !named;
+      document.getElementById("byDevice").hidden = !named;
+      if (named) {
+        const deviceHead = el("tr"); deviceHead.appendChild(el("th", "device"));
+        for (const k of kinds) deviceHead.appendChild(el("th", LABELS[k], "num"));
+        document.querySelector("#byDevice thead").replaceChildren(deviceHead);
+        const deviceRows = Array.from(perDevice.entries()).sort((a, b) => a[0].localeCompare(b[0]));
+        document.querySelector("#byDevice tbody").replaceChildren(...deviceRows.map(([device, row]) => {
+          const tr = el("tr", null, "device-row"); tr.dataset.device = device;
+          tr.appendChild(el("td", device || "(none)", "mono"));
+          for (const k of kinds) tr.appendChild(el("td", number(row[k] || 0), "num"));
+          return tr;
+        }));
+      }
 
       const reasonBody = document.querySelector("#byReason tbody");
       const reasonRows = Array.from(perReason.entries()).sort((a, b) => b[1] - a[1]);
@@ -456,7 +489,7 @@ enum LivePage {
       received += 1;
       const r = JSON.parse(e.data);
       addCount(r, 1);
-      if (typeof r.pq_offered === "boolean") addExchange(r.app, r.key_exchange, r.pq_offered, 1);
+      if (typeof r.pq_offered === "boolean") addExchange(r.app, r.device, r.key_exchange, r.pq_offered, 1);
       queue.push(r);
       schedule();
     };

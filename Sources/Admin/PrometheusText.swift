@@ -10,8 +10,11 @@ enum PrometheusText {
                 out += sample.labels.isEmpty ? "\(name) \(sample.value)\n" : "\(name){\(sample.labels)} \(sample.value)\n"
             }
         }
+        // `device` is left out when no --device matched: the same series Prometheus reads for an empty
+        // label, and the lines of a proxy without devices stay as they were.
         func label(_ pairs: KeyValuePairs<String, String>) -> String {
-            pairs.map { "\($0.key)=\"\(escape($0.value))\"" }.joined(separator: ",")
+            pairs.filter { $0.key != "device" || !$0.value.isEmpty }.map { "\($0.key)=\"\(escape($0.value))\"" }
+                .joined(separator: ",")
         }
         /// Cumulative `buckets` (upper bound, count) per series, then +Inf, _sum and _count.
         func histogram(_ name: String, _ help: String,
@@ -29,14 +32,13 @@ enum PrometheusText {
             }
         }
         family("atsgate_build_info", "gauge", "The running version.", [(label(["version": gauges.version]), "1")])
-        let decisions = metrics.decisions.sorted {
-            ($0.key.app, $0.key.action, $0.key.reason, $0.key.enforced ? 1 : 0)
-                < ($1.key.app, $1.key.action, $1.key.reason, $1.key.enforced ? 1 : 0)
-        }
+        let decisions = metrics.decisions.sorted { $0.key < $1.key }
         family("atsgate_decisions_total", "counter",
-               "Decision records by app (policy ID), action and reason (enforced=false in report mode).",
-               decisions.map { (label(["app": $0.key.app, "action": $0.key.action, "reason": $0.key.reason,
-                                       "enforced": $0.key.enforced ? "true" : "false"]), "\($0.value)") })
+               "Decision records by app (policy ID), device (--device; no label when none matched), action and reason "
+                   + "(enforced=false in report mode).",
+               decisions.map { (label(["app": $0.key.app, "device": $0.key.device, "action": $0.key.action,
+                                       "reason": $0.key.reason, "enforced": $0.key.enforced ? "true" : "false"]),
+                                "\($0.value)") })
         family("atsgate_connections_accepted_total", "counter", "Client connections accepted.",
                [("", "\(metrics.connectionsAccepted)")])
         family("atsgate_connections_open", "gauge", "Client connections open now.", [("", "\(gauges.connectionsOpen)")])
@@ -55,11 +57,18 @@ enum PrometheusText {
                    (label(["reason": $0.key.reason, "rule": $0.key.rule]), "\($0.value)")
                })
         family("atsgate_tls_key_exchange_total", "counter",
-               "Inspected TLS handshakes by app, the key-exchange group the server chose (IANA name; empty without one: "
+               "Inspected TLS handshakes by app, device, the key-exchange group the server chose (IANA name; empty without one: "
                    + "TLS 1.2 RSA, or the handshake ended first) and whether the client offered a post-quantum group.",
                metrics.keyExchanges.sorted { $0.key < $1.key }.map {
-                   (label(["app": $0.key.app, "group": $0.key.groupName,
+                   (label(["app": $0.key.app, "device": $0.key.device, "group": $0.key.groupName,
                            "pq_offered": $0.key.postQuantumOffered ? "true" : "false"]), "\($0.value)")
+               })
+        family("atsgate_client_refused_certificates_total", "counter",
+               "Inspected TLS handshakes the client itself refused after the server's Certificate (its pinning or "
+                   + "trust evaluation: reason client-refused-certificate), by app, device and the alert it sent (encrypted: "
+                   + "TLS 1.3, whose alert travels encrypted).",
+               metrics.clientRefusals.sorted { $0.key < $1.key }.map {
+                   (label(["app": $0.key.app, "device": $0.key.device, "alert": $0.key.alert]), "\($0.value)")
                })
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })

@@ -129,7 +129,18 @@ final class CAresChannel {
         case ARES_ETIMEOUT:
             return .failure(LookupFailure(.timeout, "\(what): the resolver did not answer"))
         default:
-            return .failure(LookupFailure(.failure, "\(what): \(describe(status))"))
+            return .failure(LookupFailure(.failure, "\(what): \(describe(status))", rcode: rcode(status)))
+        }
+    }
+
+    /// The RCODE a c-ares status stands for, when it stands for one.
+    static func rcode(_ status: Int32) -> String? {
+        switch status {
+        case ARES_ESERVFAIL: "SERVFAIL"
+        case ARES_EREFUSED: "REFUSED"
+        case ARES_ENOTIMP: "NOTIMP"
+        case ARES_EFORMERR: "FORMERR"
+        default: nil
         }
     }
 

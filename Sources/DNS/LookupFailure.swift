@@ -14,11 +14,19 @@ package struct LookupFailure: Error, Sendable, CustomStringConvertible {
 
     package var kind: Kind
     package var message: String
+    /// The DNS RCODE when the resolver answered with one (RFC 8499 names: `NXDOMAIN`, `SERVFAIL`,
+    /// `REFUSED`; `NOERROR` for NODATA); nil when no answer said (a timeout, a broken answer).
+    package var rcode: String?
     package var description: String { message }
 
-    package init(_ kind: Kind, _ message: String) {
+    package init(_ kind: Kind, _ message: String, rcode: String? = nil) {
         self.kind = kind
         self.message = message
+        switch kind {
+        case .nxdomain: self.rcode = rcode ?? "NXDOMAIN"
+        case .noData: self.rcode = rcode ?? "NOERROR"
+        case .timeout, .failure: self.rcode = rcode
+        }
     }
 
     /// An authoritative "no address" (cached as a negative answer), as opposed to a resolver failure.

@@ -52,6 +52,8 @@ package struct LogRecord {
     var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
     var proxyUser: String?
+    /// The lab's name for the client (`--device`: its address, or its verified proxy user).
+    var device: String?
     /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
     /// when there was one).
     var clientTLS = false
@@ -65,12 +67,18 @@ package struct LogRecord {
     var dnsStale = false
     /// `HOST:PORT` of the parent proxy the request went through.
     var parent: String?
+    /// The client refused the server's certificate in the watched handshake (`client_alert`,
+    /// `pinned_domain`; written only then).
+    var clientRefusal: ClientRefusal?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
 
     /// The reason code as logged, if any.
     var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
+
+    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
+    var loggedRule: String? { rule?.rawValue ?? decision?.rule }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
@@ -102,6 +110,7 @@ package struct LogRecord {
         fields.string("route", route?.rawValue)
         fields.string("user_agent", userAgent)
         fields.string("proxy_user", proxyUser)
+        fields.string("device", device)
         if let dnsMilliseconds { fields.milliseconds("dns_ms", dnsMilliseconds) } else { fields.string("dns_ms", nil) }
         fields.bool("dns_cached", dnsCached)
         fields.string("parent", parent)
@@ -113,6 +122,10 @@ package struct LogRecord {
             fields.bool("pq_offered", keyExchange.postQuantumOffered)
         }
         if clientTLS { fields.bool("client_tls", true) }
+        if let clientRefusal {
+            fields.string("client_alert", clientRefusal.alertName)
+            fields.string("pinned_domain", clientRefusal.pinnedDomain)
+        }
         if let certificate {
             fields.string("cert_subject", certificate.subject)
             fields.string("cert_issuer", certificate.issuer)
@@ -120,7 +133,7 @@ package struct LogRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
-        if let rule = rule?.rawValue ?? decision?.rule { fields.string("rule", rule) }
+        if let rule = loggedRule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }
 
@@ -138,6 +151,7 @@ package struct LogRecord {
         var line = "\(LogRecord.timestamp(time)) \(client)"
         if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
+        if let device { line += " device=\(device)" }
         if let app { line += " app=\(app)" }
         line += " \(method) \(target)"
         if let parent { line += " via \(parent)" }

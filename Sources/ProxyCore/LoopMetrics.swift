@@ -3,11 +3,18 @@ import TLSWire
 /// One loop's counters for /metrics. Plain integers touched only on the loop's queue (no atomics on
 /// the hot path); a scrape sums every loop's copy.
 package struct LoopMetrics {
-    package struct DecisionKey: Hashable {
+    package struct DecisionKey: Hashable, Comparable {
         package var app: String
+        /// The record's `device` ("" when none matched).
+        package var device: String = ""
         package var action: String
         package var reason: String
         package var enforced: Bool
+
+        package static func < (lhs: DecisionKey, rhs: DecisionKey) -> Bool {
+            (lhs.app, lhs.device, lhs.action, lhs.reason, lhs.enforced ? 1 : 0)
+                < (rhs.app, rhs.device, rhs.action, rhs.reason, rhs.enforced ? 1 : 0)
+        }
     }
 
     package var decisions: [DecisionKey: Int] = [:]
@@ -42,6 +49,7 @@ package struct LoopMetrics {
 
     package struct KeyExchangeKey: Hashable, Comparable {
         package var app: String
+        package var device: String = ""
         package var group: NamedGroup?
         package var postQuantumOffered: Bool
 
@@ -51,7 +59,22 @@ package struct LoopMetrics {
         package var postQuantumChosen: Bool { group?.isPostQuantum == true }
 
         package static func < (lhs: KeyExchangeKey, rhs: KeyExchangeKey) -> Bool {
-            (lhs.app, lhs.groupName, lhs.postQuantumOffered ? 1 : 0) < (rhs.app, rhs.groupName, rhs.postQuantumOffered ? 1 : 0)
+            (lhs.app, lhs.device, lhs.groupName, lhs.postQuantumOffered ? 1 : 0)
+                < (rhs.app, rhs.device, rhs.groupName, rhs.postQuantumOffered ? 1 : 0)
+        }
+    }
+
+    /// Handshakes the client itself refused after the server's Certificate (its pinning or trust
+    /// evaluation), by app and the alert it sent (`encrypted` for TLS 1.3's hidden one).
+    package var clientRefusals: [ClientRefusalKey: Int] = [:]
+
+    package struct ClientRefusalKey: Hashable, Comparable {
+        package var app: String
+        package var device: String = ""
+        package var alert: String
+
+        package static func < (lhs: ClientRefusalKey, rhs: ClientRefusalKey) -> Bool {
+            (lhs.app, lhs.device, lhs.alert) < (rhs.app, rhs.device, rhs.alert)
         }
     }
 
@@ -64,12 +87,16 @@ package struct LoopMetrics {
     package mutating func count(_ record: LogRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
-        decisions[DecisionKey(app: record.app ?? "", action: action, reason: reason, enforced: record.enforced), default: 0] += 1
+        let app = record.app ?? "", device = record.device ?? ""
+        decisions[DecisionKey(app: app, device: device, action: action, reason: reason, enforced: record.enforced), default: 0] += 1
         bytesUp += record.bytesUp
         bytesDown += record.bytesDown
         if let keyExchange = record.keyExchange {
-            keyExchanges[KeyExchangeKey(app: record.app ?? "", group: keyExchange.group,
+            keyExchanges[KeyExchangeKey(app: app, device: device, group: keyExchange.group,
                                         postQuantumOffered: keyExchange.postQuantumOffered), default: 0] += 1
+        }
+        if let refusal = record.clientRefusal {
+            clientRefusals[ClientRefusalKey(app: app, device: device, alert: refusal.alertLabel), default: 0] += 1
         }
         if record.reason?.isHandshakeFailure == true {
             handshakeFailures[HandshakeKey(reason: reason, rule: record.rule?.rawValue ?? ""), default: 0] += 1
@@ -89,6 +116,7 @@ package struct LoopMetrics {
         bytesDown += other.bytesDown
         handshakeFailures.merge(other.handshakeFailures, uniquingKeysWith: +)
         keyExchanges.merge(other.keyExchanges, uniquingKeysWith: +)
+        clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
         requestDurations.add(other.requestDurations)
     }

@@ -37,6 +37,11 @@ public struct ProxyConfiguration: Sendable {
     public var adminPasswords: PasswordFile?
     /// `--pac FILE`: served at /proxy.pac and /wpad.dat instead of the generated one.
     public var pacFile: String?
+    /// `--proxy-name`: the proxy's name in the Proxy-Status field of its own answers (RFC 9209).
+    public var proxyName = ProxyName.atsgate
+    /// `--device`: the lab's names for its clients (by address or proxy user), on every record and
+    /// the per-app metrics.
+    public var devices = DeviceTable()
     public var mode: ProxyMode = .enforce
     public var resolve: [String: [IPAddress]] = [:]
     public var connectPorts: Set<Int> = [443]

@@ -122,10 +122,12 @@ extension ProxyConnection {
                 let credentials = handshake.parent.user.map { "refused the credentials of user '\($0)'" }
                     ?? "wants credentials (give them in --parent http://USER:PASSWORD@HOST:PORT)"
                 parentAnswered(.fail(.parentAuth, status: 502,
-                                     message: "the parent proxy \(handshake.parent) \(credentials): \(status)"))
+                                     message: "the parent proxy \(handshake.parent) \(credentials): \(status)",
+                                     answer: NextHopAnswer(receivedStatus: head.status)))
             default:
                 parentAnswered(.fail(.parentRefused, status: 502,
-                                     message: "the parent proxy \(handshake.parent) refused CONNECT \(authority): \(status)"))
+                                     message: "the parent proxy \(handshake.parent) refused CONNECT \(authority): \(status)",
+                                     answer: NextHopAnswer(receivedStatus: head.status)))
             }
         }
     }

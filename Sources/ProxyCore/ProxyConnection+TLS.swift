@@ -29,6 +29,11 @@ extension ProxyConnection {
         arm(after: configuration.handshakeTimeout) { [self] in
             // Whoever owes the next flight is the one who was slow.
             guard case .inspecting(let watched) = state else { return }
+            if watched.inspection.released {
+                // Only the client's answer was awaited, and it is slow: relay without it.
+                watched.inspection.stopWatchingClient()
+                return release(watched)
+            }
             let waitingForOrigin = watched.inspection.clientHello != nil && watched.inspection.serverHello == nil
             let timeout = Int(configuration.handshakeTimeout)
             respond(waitingForOrigin
@@ -91,6 +96,11 @@ extension ProxyConnection {
                 record.message = "the origin refused the TLS handshake with a fatal alert: \(alert.summary)"
             case .release:
                 noteHandshakeFacts(watched.inspection)
+                // Still watched until the client answers the flight just cleared (its bytes pass
+                // meanwhile); otherwise the relay takes over now.
+                if !watched.inspection.watchingClient { return release(watched) }
+            case .clientAnswered(let answer):
+                noteClientAnswer(answer, watched.inspection)
                 return release(watched)
             case .ended(let message, let origin):
                 if origin {
@@ -116,6 +126,27 @@ extension ProxyConnection {
             record.tlsVersion = TLSProtocolVersion.name(for: hello.negotiatedVersion)
             record.cipher = CipherSuite.name(for: hello.cipherSuite)
         }
+    }
+
+    /// The client's answer to the server's flight: a fatal alert, or TLS 1.3's encrypted one, is its
+    /// refusal of the server (pinning, trust): the record says so, unless it already has a reason of
+    /// its own (a block report mode let through keeps it, with the refusal's fields beside it).
+    private func noteClientAnswer(_ answer: ClientAnswerReader.Answer, _ inspection: TLSInspection) {
+        let refusal: ClientRefusal
+        switch answer {
+        case .alert(let alert) where alert.level == .fatal:
+            refusal = ClientRefusal(alert: alert.description, pinnedDomain: inspection.policy.pin?.key)
+        case .encryptedAlert:
+            refusal = ClientRefusal(alert: nil, pinnedDomain: inspection.policy.pin?.key)
+        case .alert, .accepted, .unreadable:
+            return
+        }
+        record.clientRefusal = refusal
+        if record.loggedReason == nil {
+            record.action = .error
+            record.reason = .clientRefusedCertificate
+        }
+        record.message = refusal.message + (record.message.map { "; " + $0 } ?? "")
     }
 
     // MARK: judgement

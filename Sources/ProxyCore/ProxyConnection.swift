@@ -598,8 +598,12 @@ package final class ProxyConnection {
     private func lookupVerdict(_ failures: [LookupFailure], host: Host) -> Verdict {
         let message = "cannot resolve \(host): " + failures.map(\.message).joined(separator: "; ")
         if failures.contains(where: { $0.kind == .timeout }) { return .fail(.dnsTimeout, status: 504, message: message) }
-        if failures.contains(where: { $0.kind == .failure }) { return .fail(.dnsFailure, status: 502, message: message) }
-        return .fail(.dnsNXDomain, status: 502, message: message)
+        if let failure = failures.first(where: { $0.kind == .failure }) {
+            return .fail(.dnsFailure, status: 502, message: message, answer: NextHopAnswer(rcode: failure.rcode))
+        }
+        // NXDOMAIN says more than NODATA (which a name with an address of the other family also gives).
+        let rcode = failures.contains { $0.kind == .nxdomain } ? "NXDOMAIN" : failures.first?.rcode
+        return .fail(.dnsNXDomain, status: 502, message: message, answer: NextHopAnswer(rcode: rcode))
     }
 
     private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
@@ -649,7 +653,7 @@ package final class ProxyConnection {
         let destination = attempt.destination
         switch attempt.next {
         case .tunnel(let loadContext):
-            send(Array("HTTP/1.1 200 Connection Established\r\n\r\n".utf8), then: .tunnel(destination, loadContext))
+            send(context.connectEstablished, then: .tunnel(destination, loadContext))
         case .forward(let head):
             startExchange(head, destination: destination)
         case .upgrade(let head, let decision, let original):
@@ -688,7 +692,7 @@ package final class ProxyConnection {
             record.message = message
         case .serve:
             record.action = .allow
-        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message):
+        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
             record.action = .error
             record.reason = reason
             record.message = message
@@ -698,7 +702,9 @@ package final class ProxyConnection {
             record.status = verdict.status
             log()
             client.wantRead(false)
-            send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive),
+            let proxyStatus = ProxyStatus(verdict, record: record).value(name: context.configuration.proxyName)
+            send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive,
+                                      proxyStatus: proxyStatus),
                  then: keepAlive ? .nextRequest : .close)
         case .upgrade(let head, let destination, let decision):
             upgrade(head, destination: destination, decision: decision)
@@ -755,6 +761,9 @@ package final class ProxyConnection {
     func log() {
         record.durationMilliseconds = (monotonic() - started) * 1000
         record.clientTLS = onTLSListener
+        // Per record, not per connection: a login on a kept-alive connection can change the device.
+        let devices = context.configuration.devices
+        if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {

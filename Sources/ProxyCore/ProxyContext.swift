@@ -29,6 +29,8 @@ package final class ProxyContext: Sendable {
     let destinationACLs: [DestinationACL]
     /// Which parents (if any) a request goes through.
     let parents: ParentRouting
+    /// The CONNECT 200, with this generation's Proxy-Status name.
+    let connectEstablished: [UInt8]
 
     init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
         self.configuration = configuration
@@ -51,6 +53,8 @@ package final class ProxyContext: Sendable {
         shared.parentHealth.setRetry(seconds: configuration.parentRetry)
         parents = ParentRouting(parents: configuration.parents, bypass: configuration.parentBypass,
                                 health: shared.parentHealth)
+        connectEstablished = ProxyResponse.connectEstablished(
+            proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
                                            timeToLive: configuration.verdictTimeToLive, shared: shared)

@@ -45,6 +45,9 @@ package struct TLSInspection {
         case release
         /// One side closed or failed before the handshake completed.
         case ended(String, origin: Bool)
+        /// After the release, the client's answer to the server's flight: it went on, or refused
+        /// it. The watch is over: hand the tunnel to the relay.
+        case clientAnswered(ClientAnswerReader.Answer)
     }
 
     static let holdLimit = 256 * 1024
@@ -70,6 +73,12 @@ package struct TLSInspection {
     private var heldFromServer: [UInt8] = []
     private(set) var waitingForJudgement = false
     private(set) var released = false
+    /// The client's records, read from its first byte: once the server's flight is released, the
+    /// first record of the client's that says whether it accepted the server (ClientAnswerReader).
+    private var clientAnswer = ClientAnswerReader()
+    /// Released, and the client has not answered the server's flight yet: the tunnel stays watched
+    /// (its bytes pass at once) until it does, so that a refusal of the certificate is seen.
+    private(set) var watchingClient = false
 
     init(_ policy: Policy) {
         self.policy = policy
@@ -87,9 +96,14 @@ package struct TLSInspection {
 
     mutating func receiveFromClient(_ bytes: [UInt8]) -> [Step] {
         guard !bytes.isEmpty else { return [] }
+        var answered: [Step] = []
+        if clientAnswer.answer == nil, let answer = clientAnswer.feed(bytes), watchingClient {
+            watchingClient = false
+            answered = [.clientAnswered(answer)]
+        }
         if clientHello != nil {
             toOrigin += bytes
-            return []
+            return answered
         }
         heldFromClient += bytes
         let messages: [HandshakeMessage]
@@ -185,7 +199,7 @@ package struct TLSInspection {
         if serverReader.sawNonHandshakeRecord != nil {
             if let alert = serverReader.alert {
                 // The origin refused the handshake itself: the client hears it.
-                return steps + [.serverAlert(alert)] + release()
+                return steps + [.serverAlert(alert)] + release(watchingClient: false)
             }
             // TLS 1.2 resumption (ChangeCipherSpec before any Certificate): judge the server by a probe.
             if serverHello != nil { return steps + judge(.probe(serverName: clientHello?.serverName)) }
@@ -263,13 +277,34 @@ package struct TLSInspection {
                               rule: blocking.rule), blocking.alert)
     }
 
-    /// Clears every held server byte for the client and stops watching.
-    mutating func release() -> [Step] {
+    /// Clears every held server byte for the client and stops holding them. Unless told otherwise,
+    /// the client's answer to a flight that carries the server's certificate is then watched for
+    /// (`watchingClient`).
+    mutating func release(watchingClient watch: Bool = true) -> [Step] {
         released = true
         waitingForJudgement = false
         toClient += heldFromServer
         heldFromServer = []
+        if watch, !watchingClient, clientAnswer.answer == nil, let hello = serverHello, sendsCertificate(hello) {
+            clientAnswer.arm(version: hello.negotiatedVersion, cipherSuite: hello.cipherSuite)
+            watchingClient = true
+        }
         return [.release]
+    }
+
+    /// Whether the server's flight carries its certificate: not a HelloRetryRequest, not a resumed
+    /// session (TLS 1.3: the server took the client's pre-shared key; TLS 1.2: it echoed the
+    /// client's session ID, an abbreviated handshake).
+    private func sendsCertificate(_ hello: ServerHello) -> Bool {
+        if hello.isHelloRetryRequest { return false }
+        if hello.negotiatedVersion >= TLSProtocolVersion.tls13 { return !hello.acceptsPreSharedKey }
+        return hello.sessionID.isEmpty || hello.sessionID != clientHello?.sessionID
+    }
+
+    /// The watch for the client's answer ends without one (the handshake took too long): the tunnel
+    /// goes to the relay as it is.
+    mutating func stopWatchingClient() {
+        watchingClient = false
     }
 }
 

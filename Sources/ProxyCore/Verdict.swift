@@ -34,6 +34,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case upstreamTruncated
     /// The origin refused the client's TLS handshake with a fatal alert (named in the message).
     case serverAlert
+    /// The client refused the server: a fatal alert after the server's Certificate, before its own
+    /// Finished (its pinning or trust evaluation; `client_alert` names it when it can be seen).
+    case clientRefusedCertificate
     /// No --route matched and --unrouted is block.
     case noPolicy
     /// The destination ACL refused the address (--allow-dest, --deny-dest, the default denials).
@@ -57,7 +60,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .shutdown,
         .dnsNXDomain, .dnsTimeout, .dnsFailure,
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
-        .serverAlert, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
+        .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
         .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
     ]
 
@@ -91,6 +94,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .upstreamTLS: "upstream-tls"
         case .upstreamTruncated: "upstream-truncated"
         case .serverAlert: "server-alert"
+        case .clientRefusedCertificate: "client-refused-certificate"
         case .noPolicy: "no-policy"
         case .destinationNotAllowed: "destination-not-allowed"
         case .authThrottled: "auth-throttled"
@@ -120,6 +124,14 @@ package enum Reason: Hashable, Sendable, CaseIterable {
             true
         default:
             false
+        }
+    }
+
+    /// Reasons of a parent proxy that failed (Proxy-Status names it as the `next-hop`).
+    var isParentFailure: Bool {
+        switch self {
+        case .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol: true
+        default: false
         }
     }
 
@@ -169,8 +181,8 @@ package enum Verdict {
     case serve(contentType: String, body: String, includeBody: Bool)
     /// The proxy's own answer to a request it cannot serve (400, 405, 408, 413, 414, 431, 505, 508).
     case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
-    /// The origin failed (502 or 504).
-    case fail(Reason, status: Int, message: String)
+    /// The origin failed (502 or 504); `answer` is what its resolver or a parent said (Proxy-Status).
+    case fail(Reason, status: Int, message: String, answer: NextHopAnswer = .none)
 
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     var status: Int {
@@ -180,7 +192,7 @@ package enum Verdict {
         case .challenge: 407
         case .throttle: 429
         case .redirect: 308
-        case .answer(let status, _, _, _, _), .fail(_, let status, _): status
+        case .answer(let status, _, _, _, _), .fail(_, let status, _, _): status
         }
     }
 

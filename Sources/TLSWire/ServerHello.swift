@@ -39,6 +39,10 @@ public struct ServerHello: Sendable, Equatable {
     /// The version the server chose: selected_version when present (TLS 1.3), else legacy_version.
     public var negotiatedVersion: UInt16 { selectedVersion ?? legacyVersion }
 
+    /// A TLS 1.3 server that accepted the client's pre-shared key: the session resumes, and the
+    /// server sends no Certificate.
+    public var acceptsPreSharedKey: Bool { extensionTypes.contains(TLSExtensionType.preSharedKey) }
+
     /// This ServerHello is a HelloRetryRequest: the handshake continues with a second ClientHello.
     public var isHelloRetryRequest: Bool { random == Self.helloRetryRequestRandom }
 

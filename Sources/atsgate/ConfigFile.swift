@@ -10,7 +10,8 @@ import Foundation
 enum ConfigFile {
     static let repeatable: Set<String> = ["listen", "listen-tls", "resolve", "connect-port", "allow-client",
                                           "local-network", "ca-file", "upgrade-port", "policy", "route",
-                                          "allow-dest", "deny-dest", "dns-server", "parent", "parent-bypass"]
+                                          "allow-dest", "deny-dest", "dns-server", "parent", "parent-bypass",
+                                          "device"]
     static let booleans: Set<String> = ["no-builtin-exceptions"]
 
     /// `run` arguments with the file named by `--config` folded in before the command line's own.

@@ -57,6 +57,13 @@ struct RunCommand: ParsableCommand {
     var denyDest: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("""
+        A name for a lab device (repeatable, first match wins): its client address or range, or the proxy \
+        user it logs in as. Every record gets the name as 'device' (null when none matches), the per-app \
+        metrics a device label, the live page a device filter, the report a devices column.
+        """, valueName: "name=cidr|user:name"))
+    var device: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
         Policy ID for requests no route chose, or block (403, reason no-policy). Default: the first policy.
         """, valueName: "id|block"))
     var unrouted: String?
@@ -79,6 +86,12 @@ struct RunCommand: ParsableCommand {
         client used).
         """, valueName: "file"))
     var pac: String?
+
+    @Option(name: .long, help: ArgumentHelp("""
+        The proxy's name in the Proxy-Status field (RFC 9209) of every answer it makes itself (default \
+        atsgate): an sf-token, or any printable ASCII text (then sent as an sf-string).
+        """, valueName: "name"))
+    var proxyName: String?
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on (repeatable).", valueName: "host:port"))
     var listen: [String] = []
@@ -276,6 +289,8 @@ struct RunCommand: ParsableCommand {
         _ = try dnsServers()
         for url in parent { _ = try Self.parentProxy(url, flag: "--parent") }
         _ = try parentBypasses()
+        _ = try proxyStatusName()
+        _ = try deviceTable()
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
         guard maxConnections > 0 else { throw ValidationError("--max-connections must be positive") }
         if let logBuffer, logBuffer.bytes < 4096 {
@@ -361,6 +376,8 @@ struct RunCommand: ParsableCommand {
             configuration.admin = address
         }
         configuration.mode = mode
+        configuration.proxyName = try proxyStatusName()
+        configuration.devices = try deviceTable()
         configuration.resolve = try Self.pins(resolve)
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
@@ -512,6 +529,26 @@ struct RunCommand: ParsableCommand {
             return try ParentProxy(url: url)
         } catch {
             throw ValidationError("\(flag) \(url): \(error.description)")
+        }
+    }
+
+    /// `--device` values, in order.
+    func deviceTable() throws -> DeviceTable {
+        DeviceTable(try device.map { text in
+            switch Device.parse(text) {
+            case .success(let device): return device
+            case .failure(let error): throw ValidationError(error.description)
+            }
+        })
+    }
+
+    /// `--proxy-name`, checked: a Proxy-Status member must parse.
+    func proxyStatusName() throws -> ProxyName {
+        guard let proxyName else { return .atsgate }
+        do {
+            return try ProxyName(proxyName)
+        } catch {
+            throw ValidationError(error.description)
         }
     }
 

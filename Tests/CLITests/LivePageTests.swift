@@ -36,7 +36,7 @@ import TestSupport
 
     /// One row of the decisions table: its attributes (`data-app`, `data-kind`, `data-count`,
     /// `class`) and its cells' text and title, in the table's order: last, times, app, destination,
-    /// action, reason, user, first.
+    /// action, reason, user, device, first.
     struct Group {
         var attributes: [String: String]
         var cells: [(text: String, title: String?)]
@@ -113,7 +113,7 @@ import TestSupport
         #expect(block.cells[5].text == "cleartext-http")
         #expect(block.cells[0].title == Self.shown(blocks.last?["time"]), "the last time: \(block)")
         #expect(block.cells[0].text == String(Self.shown(blocks.last?["time"]).dropFirst(11).prefix(8)))
-        #expect(block.cells[7].title == Self.shown(blocks.first?["time"]), "the first time: \(block)")
+        #expect(block.cells[8].title == Self.shown(blocks.first?["time"]), "the first time: \(block)")
         #expect(block.fresh, "live decisions arrive through /events")
         #expect(groups.last?.count == 1 && groups.last?.kind == "allow" && groups.last?.fresh == false)
 
@@ -131,6 +131,37 @@ import TestSupport
         #expect(Self.totals(filtered) == ["allow": 1, "block": 0, "upgrade": 0, "error": 0], "the totals follow the filter")
         #expect(filtered.contains("no blocks"))
         #expect(filtered.contains("<option value=\"com.example.other\">"), "the other app is still offered")
+    }
+
+    /// `--device`: the device filter beside the app's keeps the rows and the totals of one device,
+    /// and the page counts by device.
+    @Test func theFilterByDeviceShowsOneDevicesDecisionsAndTotals() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(DeviceLabTests.pins + ["--admin", "127.0.0.1:0", "--device", "iphone-15=127.0.0.2",
+                                                       "--device", "ipad=127.0.0.3"])
+        let url = "http://legacy.example.com:\(origin.httpPort)/small"
+        for (source, times) in [("127.0.0.2", 3), ("127.0.0.3", 2), ("127.0.0.1", 1)] {
+            for _ in 0..<times { #expect(try DeviceLabTests.curlStatus(daemon, ["--interface", source, url]) == "403") }
+        }
+        try daemon.waitForRecords(6)
+        let page = "http://127.0.0.1:\(try daemon.adminPort())/"
+        let all = try Self.dumpDOM(page, stream: 1) {}
+        let iphone = try Self.dumpDOM(page + "?device=iphone-15", stream: 1) {}
+        #expect(try daemon.stop(expected: 6).records.filter { $0["device"] as? String == "iphone-15" }.count == 3)
+
+        let groups = Self.groups(all)
+        #expect(Set(groups.map { $0.attributes["data-device"] ?? "?" }) == ["iphone-15", "ipad", ""], "one row per device: \(groups)")
+        #expect(groups.first { $0.attributes["data-device"] == "ipad" }?.cells[7].text == "ipad", "the device column")
+        #expect(Self.totals(all)["block"] == 6)
+        #expect(all.contains(#"<tr class="device-row" data-device="ipad"><td class="mono">ipad</td><td class="num">0</td><td class="num">2</td>"#),
+                "counts by device: \(all.firstMatch(of: /<table id="byDevice">.*?<\/table>/)?.0 ?? "")")
+        #expect(all.contains(#"<td class="mono">(none)</td><td class="num">0</td><td class="num">1</td>"#), "the record without a device")
+
+        let filtered = Self.groups(iphone)
+        #expect(filtered.map { $0.attributes["data-device"] } == ["iphone-15"], "\(filtered)")
+        #expect(filtered.first?.count == 3)
+        #expect(Self.totals(iphone) == ["allow": 0, "block": 3, "upgrade": 0, "error": 0], "the totals follow the filter")
+        #expect(iphone.contains(#"<option value="ipad">ipad</option>"#), "the other device is still offered")
     }
 
     @Test func reportModeShowsWouldBlockApartFromWhatWasBlocked() throws {

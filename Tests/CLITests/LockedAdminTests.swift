@@ -100,6 +100,9 @@ import TestSupport
         let retryAfter = refused.stdout.firstMatch(of: /Retry-After: (\d+)\r\n/).flatMap { Int($0.1) }
         #expect(retryAfter.map { $0 > 0 && $0 <= 300 } == true, "\(refused.stdout)")
         #expect(refused.stdout.contains("X-ATS-Reason: auth-throttled"))
+        let status = try #require(try StructuredFieldParser.proxyStatus(of: [refused.stdout]).first)
+        #expect(status.name == "atsgate" && status.token("error") == "http_request_error", "\(status)")
+        #expect(status.string("details") == "auth-throttled", "\(status)")
 
         let records = try DeviceLabTests.stop(daemon, expected: 42)
         let throttled = records.filter { $0["reason"] as? String == "auth-throttled" }

@@ -160,7 +160,7 @@ import TestSupport
         let client = try RawClient(port: daemon.port)
         // No Host header, as some iOS clients send it; cleartext to a local origin is exempt (R11).
         client.send("CONNECT 127.0.0.1:\(origin.eofPort) HTTP/1.1\r\n\r\n")
-        #expect(client.read(until: "\r\n\r\n") == "HTTP/1.1 200 Connection Established\r\n\r\n")
+        #expect(client.read(until: "\r\n\r\n") == "HTTP/1.1 200 Connection Established\r\nProxy-Status: atsgate\r\n\r\n")
         client.send(String(repeating: "x", count: 70_000))
         client.shutdownWrite()
         // The origin answers only after it sees end of input: our half-close reached it.
@@ -191,7 +191,7 @@ import TestSupport
             + "GET /small HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         tunnel.shutdownWrite()
         let tunnelled = tunnel.readAll()
-        #expect(tunnelled.hasPrefix("HTTP/1.1 200 Connection Established\r\n\r\nHTTP/1.1 200 "), "\(tunnelled)")
+        #expect(tunnelled.hasPrefix("HTTP/1.1 200 Connection Established\r\nProxy-Status: atsgate\r\n\r\nHTTP/1.1 200 "), "\(tunnelled)")
         #expect(tunnelled.hasSuffix(String(repeating: "a", count: 100)))
         let (_, records) = try daemon.stop(expected: 3)
         #expect(records.map { $0["method"] as? String }.sorted { ($0 ?? "") < ($1 ?? "") } == ["CONNECT", "GET", "GET"])

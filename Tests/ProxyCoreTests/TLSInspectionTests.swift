@@ -26,7 +26,7 @@ import TLSWire
             case .refuse(let verdict, let alert):
                 switch verdict {
                 case .block(let reason, _, let rule): "refuse block \(reason.rawValue) \(alert)\(rule.map { " " + $0.rawValue } ?? "")"
-                case .answer(_, let reason, _, _, _), .fail(let reason, _, _): "refuse error \(reason.rawValue) \(alert)"
+                case .answer(_, let reason, _, _, _), .fail(let reason, _, _, _): "refuse error \(reason.rawValue) \(alert)"
                 default: "refuse"
                 }
             case .judge(.chain(let chain, _), let holding): "judge chain(\(chain.count)) holding=\(holding)"
@@ -34,6 +34,7 @@ import TLSWire
             case .serverAlert(let alert): "server-alert \(alert.summary)"
             case .release: "release"
             case .ended(_, let origin): origin ? "ended origin" : "ended client"
+            case .clientAnswered(let answer): "client-answered \(answer)"
             }
         }
     }
@@ -50,6 +51,61 @@ import TLSWire
         #expect(watched.serverHello?.negotiatedVersion == 0x0304)
         #expect(names(watched.apply(ServerJudgement())) == ["release"])
         #expect(watched.toClient == captured.serverToClient)
+    }
+
+    /// The first record of captured client bytes (the ClientHello).
+    private func firstRecord(_ bytes: [UInt8]) -> [UInt8] {
+        Array(bytes.prefix(5 + (Int(bytes[3]) << 8 | Int(bytes[4]))))
+    }
+
+    @Test func aTLS12ClientsAlertAfterTheReleasedCertificateIsItsAnswer() throws {
+        let captured = CapturedHandshakes.tls12EcdheRSA
+        var watched = try inspection()
+        _ = watched.receiveFromClient(firstRecord(captured.clientToServer))
+        #expect(names(watched.receiveFromOrigin(captured.serverToClient, ended: false)).first?.hasPrefix("judge chain") == true)
+        #expect(!watched.watchingClient, "nothing to watch while the flight is held")
+        #expect(names(watched.apply(ServerJudgement())) == ["release"])
+        #expect(watched.watchingClient, "the certificate reached the client: its answer is awaited")
+        let alert = TLSAlert.fatal(.unknownCA, recordVersion: 0x0303)
+        let before = watched.toOrigin.count
+        #expect(names(watched.receiveFromClient(Array(alert.prefix(3)))).isEmpty)
+        #expect(names(watched.receiveFromClient(Array(alert.dropFirst(3))))
+                == ["client-answered alert(TLSWire.TLSAlert(level: fatal, description: unknown_ca(48)))"])
+        #expect(!watched.watchingClient)
+        #expect(Array(watched.toOrigin.dropFirst(before)) == alert, "the alert goes on to the origin")
+    }
+
+    @Test func aTLS12ClientThatGoesOnEndsTheWatchAtItsChangeCipherSpec() throws {
+        let captured = CapturedHandshakes.tls12EcdheRSA
+        var watched = try inspection()
+        let hello = firstRecord(captured.clientToServer)
+        _ = watched.receiveFromClient(hello)
+        _ = watched.receiveFromOrigin(captured.serverToClient, ended: false)
+        _ = watched.apply(ServerJudgement())
+        #expect(names(watched.receiveFromClient(Array(captured.clientToServer.dropFirst(hello.count))))
+                == ["client-answered accepted"])
+    }
+
+    @Test func aTLS13ClientsEncryptedAlertIsToldByItsSize() throws {
+        let captured = CapturedHandshakes.tls13
+        var watched = try inspection()
+        _ = watched.receiveFromClient(firstRecord(captured.clientToServer))
+        _ = watched.receiveFromOrigin(captured.serverToClient, ended: false)
+        #expect(names(watched.apply(ServerJudgement())) == ["release"])
+        #expect(watched.watchingClient)
+        #expect(names(watched.receiveFromClient([20, 3, 3, 0, 1, 1])).isEmpty, "the compatibility ChangeCipherSpec")
+        #expect(names(watched.receiveFromClient([23, 3, 3, 0, 19] + [UInt8](repeating: 7, count: 19)))
+                == ["client-answered encryptedAlert"])
+    }
+
+    @Test func aFlightWithoutACertificateIsNotWatched() throws {
+        // The origin refused the handshake itself: its alert reaches the client, nothing more is awaited.
+        let captured = CapturedHandshakes.protocolVersionAlert
+        var watched = try inspection()
+        _ = watched.receiveFromClient(captured.clientToServer)
+        let steps = names(watched.receiveFromOrigin(captured.serverToClient, ended: false))
+        #expect(steps.contains("release"), "\(steps)")
+        #expect(!watched.watchingClient)
     }
 
     @Test func byteByByteGivesTheSameStepsAsOnePiece() throws {

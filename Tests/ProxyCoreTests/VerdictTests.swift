@@ -22,10 +22,11 @@ import Testing
 
     @Test func aBlockAnswerNamesItsReasonAndCarriesTheMessage() {
         let bytes = ProxyResponse.render(.block(.ats(.cleartextHTTP), message: nil), decisionMessage: "not allowed here",
-                                         keepAlive: true)
+                                         keepAlive: true, proxyStatus: "atsgate; error=http_request_denied")
         let text = String(decoding: bytes, as: UTF8.self)
         #expect(text.hasPrefix("HTTP/1.1 403 Forbidden\r\n"))
         #expect(text.contains("\r\nX-ATS-Action: block\r\nX-ATS-Reason: cleartext-http\r\n"))
+        #expect(text.contains("\r\nProxy-Status: atsgate; error=http_request_denied\r\n"))
         #expect(text.hasSuffix("\r\n\r\nnot allowed here\n"))
         #expect(!text.contains("Connection: close"))
     }
