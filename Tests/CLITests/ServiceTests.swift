@@ -20,7 +20,9 @@ import TestSupport
         try directory.write("policy.json", Self.allowsAPI)
         try daemon.reload()
         #expect(try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}", url]).stdout == "200")
-        let (status, records) = try daemon.stop(expected: 2)
+        // Each loop writes its own batches: records of two loops are in time order only once sorted.
+        let (status, logged) = try daemon.stop(expected: 2)
+        let records = logged.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
         #expect(status == 0)
         #expect(records.map { $0["action"] as? String } == ["block", "allow"])
     }
