@@ -33,13 +33,46 @@ public final class DNSTestServer: @unchecked Sendable {
     private let zonePath: String
     private let directory: URL
     private let log = OutputLog()
+    private var output: Pipe?
 
-    /// What the server printed, filled from its pipe on another thread.
+    /// What the server printed. Read from its pipe without blocking whenever a test asks (the server
+    /// prints a query before it answers it, so once an answer is in, so is its line) and by a
+    /// background timer, so a long run never fills the pipe.
     private final class OutputLog: @unchecked Sendable {
         private let lock = NSLock()
         private var text = ""
-        func append(_ data: Data) { lock.withLock { text += String(decoding: data, as: UTF8.self) } }
-        var contents: String { lock.withLock { text } }
+        private var descriptor: Int32 = -1
+        private var timer: DispatchSourceTimer?
+
+        func start(reading fd: Int32) {
+            let flags = fcntl(fd, F_GETFL)
+            _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+            lock.withLock { descriptor = fd }
+            let timer = DispatchSource.makeTimerSource(queue: .global())
+            timer.schedule(deadline: .now() + .milliseconds(50), repeating: .milliseconds(50))
+            timer.setEventHandler { [weak self] in _ = self?.contents }
+            timer.resume()
+            self.timer = timer
+        }
+
+        /// After this no read touches the descriptor (it closes with the pipe, and its number may be reused).
+        func stop() {
+            timer?.cancel()
+            lock.withLock { descriptor = -1 }
+        }
+
+        var contents: String {
+            lock.withLock {
+                var buffer = [UInt8](repeating: 0, count: 16_384)
+                while descriptor >= 0 {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count > 0 { text += String(decoding: buffer[..<count], as: UTF8.self); continue }
+                    if count < 0, errno == EINTR { continue }
+                    break
+                }
+                return text
+            }
+        }
     }
 
     /// `zone`: name (or `*.domain`) -> {"A": [...], "AAAA": [...], "ttl": N, "delay": S, "mode": ...}
@@ -55,13 +88,9 @@ public final class DNSTestServer: @unchecked Sendable {
         let out = Pipe()
         process.standardOutput = out
         process.standardError = out
-        let log = self.log
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            log.append(data)
-        }
         try process.run()
+        log.start(reading: out.fileHandleForReading.fileDescriptor)
+        output = out
         let deadline = Date().addingTimeInterval(10)
         var found: Int?
         while found == nil, Date() < deadline, process.isRunning {
@@ -98,6 +127,7 @@ public final class DNSTestServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(5)
         while process.isRunning, Date() < deadline { usleep(10_000) }
         if process.isRunning { process.terminate() }
+        log.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 
