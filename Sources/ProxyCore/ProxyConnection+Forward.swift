@@ -167,6 +167,11 @@ extension ProxyConnection {
             case .done(let n)?:
                 exchange.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
                 lastActivity = monotonic()
+                // As for the client: a short plain read took all there was, and the next would only
+                // say EAGAIN (one wasted system call per forwarded response). A TLS read returns one
+                // record at a time, and the rest may already sit in OpenSSL's buffer, where the
+                // poller cannot see it: TLS reads go on until they would block.
+                if upstreamTLS == nil, n < loop.scratch.count { break readLoop }
             case .wouldBlock?:
                 break readLoop
             case .endOfFile?:
