@@ -488,15 +488,16 @@ struct RunCommand: ParsableCommand {
             throw CommandFailure(message: "socket activation passed a socket named proxy-tls: "
                                  + "--listen-cert FILE and --listen-key FILE are needed for it")
         }
-        let feed = LiveFeed()
+        // The live page's feed is the admin window's: without one, no record pays for it.
+        let feed = inherited.admin.isEmpty && configuration.admin == nil ? nil : LiveFeed()
         let sink = try DecisionLogOutput.sink(for: configuration)
         do {
             server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
                                      inheritedTLS: inherited.proxyTLS, observer: feed)
             if let fd = inherited.admin.first {
-                admin = try AdminServer(inherited: fd, server: server, feed: feed)
+                admin = try AdminServer(inherited: fd, server: server, feed: feed ?? LiveFeed())
             } else if let address = configuration.admin {
-                admin = try AdminServer(listeningOn: address, server: server, feed: feed)
+                admin = try AdminServer(listeningOn: address, server: server, feed: feed ?? LiveFeed())
             } else {
                 admin = nil
             }
