@@ -73,7 +73,9 @@ package struct DestinationACL: Sendable {
     /// an IP literal), or nil when it may.
     package func check(name: String?, address: IPAddress, client: IPAddress) -> DestinationDenial? {
         let address = DestinationACL.normalised(address)
-        let target = name.map { "\($0) (\(address))" } ?? address.description
+        // Only a refusal names the target: formatting it for every permitted request was 0.6% of
+        // the forwarding profile.
+        var target: String { name.map { "\($0) (\(address))" } ?? address.description }
         for rule in deny where rule.pattern.matches(address: address) || name.map(rule.pattern.matches(name:)) == true {
             return DestinationDenial(target: target, rule: rule.source, opener: nil)
         }
