@@ -42,6 +42,11 @@ enum PrometheusText {
         family("atsgate_connections_accepted_total", "counter", "Client connections accepted.",
                [("", "\(metrics.connectionsAccepted)")])
         family("atsgate_connections_open", "gauge", "Client connections open now.", [("", "\(gauges.connectionsOpen)")])
+        family("atsgate_loop_connections_accepted_total", "counter",
+               "Client connections accepted, by event loop (the balance of the loops: see --loops).",
+               metrics.loops.enumerated().map { (label(["loop": String($0.offset)]), "\($0.element.accepted)") })
+        family("atsgate_loop_connections_open", "gauge", "Client connections open now, by event loop.",
+               metrics.loops.enumerated().map { (label(["loop": String($0.offset)]), "\($0.element.open)") })
         family("atsgate_bytes_total", "counter", "Payload bytes relayed, by direction (up is client to origin).",
                [(label(["direction": "up"]), "\(metrics.bytesUp)"), (label(["direction": "down"]), "\(metrics.bytesDown)")])
         histogram("atsgate_request_duration_seconds",

@@ -19,6 +19,15 @@ package struct LoopMetrics {
 
     package var decisions: [DecisionKey: Int] = [:]
     package var connectionsAccepted = 0
+    /// Per loop, in loop order (filled by a scrape, one entry per loop visited): how the accepted
+    /// connections spread over the loops, and how many each holds open now. A lab reads the balance
+    /// here: one loop with every keep-alive client leaves the other CPUs idle.
+    package var loops: [LoopLoad] = []
+
+    package struct LoopLoad {
+        package var accepted: Int
+        package var open: Int
+    }
     package var bytesUp = 0
     package var bytesDown = 0
     /// TLS handshakes the proxy refused or could not complete, by reason.

@@ -812,6 +812,7 @@ package final class ProxyConnection {
         upstream?.close()
         upstream = nil
         proxyLoop.connections[ObjectIdentifier(self)] = nil
+        proxyLoop.load.subtract(1, ordering: .relaxed)
         context.connectionClosed()
     }
 

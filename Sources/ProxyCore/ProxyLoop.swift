@@ -1,4 +1,5 @@
 import EventLoop
+import Synchronization
 
 /// What the proxy keeps per event loop, beside the loop itself: touched only on `loop.queue`, so
 /// none of it needs a lock.
@@ -18,6 +19,9 @@ package final class ProxyLoop {
     var acceptPaused = false
     /// Connections open on this loop, so a stop can end each with a record of its own.
     var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    /// Client connections this loop holds or has been handed and not yet closed: what the accepting
+    /// loop reads (from any loop) to hand a connection to the least loaded one.
+    let load = Atomic<Int>(0)
     /// Set when the daemon stops: idle keep-alive clients are closed, no new request is read.
     var draining = false
     /// Counters for /metrics; touched only on the loop's queue, summed when scraped.

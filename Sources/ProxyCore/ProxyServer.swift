@@ -303,6 +303,8 @@ public final class ProxyServer: @unchecked Sendable {
         proxyLoop.loop.execute { [self] in
             var sum = sum
             sum.add(proxyLoop.metrics)
+            sum.loops.append(.init(accepted: proxyLoop.metrics.connectionsAccepted,
+                                   open: proxyLoop.load.load(ordering: .relaxed)))
             collect(sum, from: rest.dropFirst(), on: queue, completion: completion)
         }
     }
@@ -365,14 +367,49 @@ public final class ProxyServer: @unchecked Sendable {
                 continue
             }
             shared.open.add(1, ordering: .relaxed)
-            proxyLoop.metrics.connectionsAccepted += 1
-            let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: tls,
-                                             context: context, loop: proxyLoop)
-            if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
-                if tls { connection.startTLS() } else { connection.start() }
+            let target = leastLoaded(than: proxyLoop)
+            target.load.add(1, ordering: .relaxed)
+            if target === proxyLoop {
+                begin(fd: fd, client: client, localPort: localPort, tls: tls, context: context, on: proxyLoop)
             } else {
-                connection.refuseClient()
+                target.loop.execute { [self] in
+                    begin(fd: fd, client: client, localPort: localPort, tls: tls, context: context, on: target)
+                }
             }
+        }
+    }
+
+    /// Where a connection accepted on `proxyLoop` goes: there, unless another loop holds clearly fewer
+    /// connections. Every loop watches the listening sockets, and whichever wakes first takes the
+    /// whole backlog: a client that opens its keep-alive connections at once (wrk's 32, a device's
+    /// pool) found 3 in 4 of them on one loop, which then ran out of CPU while the other idled. The
+    /// slack keeps balanced loads from handing connections to and fro: a hand-off is a wake-up of
+    /// the other loop.
+    private func leastLoaded(than proxyLoop: ProxyLoop) -> ProxyLoop {
+        guard loops.count > 1 else { return proxyLoop }
+        let mine = proxyLoop.load.load(ordering: .relaxed)
+        var best = proxyLoop
+        var bestLoad = mine
+        for other in loops where other !== proxyLoop {
+            let load = other.load.load(ordering: .relaxed)
+            if load < bestLoad { best = other; bestLoad = load }
+        }
+        return mine - bestLoad > ProxyServer.balanceSlack + mine / 4 ? best : proxyLoop
+    }
+
+    /// Connections a loop may hold beyond the least loaded one before new ones go there instead.
+    static let balanceSlack = 4
+
+    /// Starts a connection on the loop that will own it (on that loop's queue).
+    private func begin(fd: Int32, client: SocketAddress, localPort: Int, tls: Bool, context: ProxyContext,
+                       on proxyLoop: ProxyLoop) {
+        proxyLoop.metrics.connectionsAccepted += 1
+        let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: tls,
+                                         context: context, loop: proxyLoop)
+        if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
+            if tls { connection.startTLS() } else { connection.start() }
+        } else {
+            connection.refuseClient()
         }
     }
 

@@ -51,6 +51,37 @@ import TestSupport
         _ = try configured.stop(expected: 0)
     }
 
+    /// A client that opens its keep-alive connections all at once (a device's pool, wrk's 32) gets
+    /// them spread over the loops: whichever loop woke first used to take the whole backlog, and
+    /// then ran out of CPU while the others idled. /metrics shows each loop's share.
+    @Test func connectionsOpenedTogetherSpreadOverTheLoops() throws {
+        let origin = try Origin()
+        let daemon = try Daemon(["--loops", "2", "--admin", "127.0.0.1:0"])
+        let clients = try (0..<24).map { _ in try RawClient(port: daemon.port) }
+        let request = "GET http://127.0.0.1:\(origin.httpPort)/small HTTP/1.1\r\nHost: 127.0.0.1:\(origin.httpPort)\r\n\r\n"
+        for client in clients { client.send(request) }
+        for client in clients {
+            #expect(client.read(until: String(repeating: "a", count: 100)).hasPrefix("HTTP/1.1 200"))
+        }
+        let metrics = try daemon.admin("/metrics")
+        func perLoop(_ name: String) -> [Int] {
+            (0..<2).compactMap { loop in
+                metrics.firstMatch(of: try! Regex("\(name)\\{loop=\"\(loop)\"\\} (\\d+)\n"))
+                    .flatMap { Int($0.output[1].substring ?? "") }
+            }
+        }
+        let open = perLoop("atsgate_loop_connections_open")
+        #expect(open.count == 2 && open.reduce(0, +) == 24, "\(metrics)")
+        // At most the balancing slack apart (4, and a quarter of the larger share), never 24 to 0.
+        if let low = open.min(), let high = open.max() {
+            #expect(high - low <= 4 + high / 4 + 1, "open per loop: \(open)")
+            #expect(low >= 8, "open per loop: \(open)")
+        }
+        #expect(perLoop("atsgate_loop_connections_accepted_total").reduce(0, +) == 24, "\(metrics)")
+        for client in clients { client.close() }
+        _ = try daemon.stop(expected: 24)
+    }
+
     @Test(arguments: ["0", "-1", "1025"])
     func anImpossibleCountIsRefused(count: String) throws {
         let run = try Atsgate.run(["run", "--listen", "127.0.0.1:0", "--loops", count])
