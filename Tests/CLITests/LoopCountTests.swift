@@ -72,10 +72,11 @@ import TestSupport
         }
         let open = perLoop("atsgate_loop_connections_open")
         #expect(open.count == 2 && open.reduce(0, +) == 24, "\(metrics)")
-        // At most the balancing slack apart (4, and a quarter of the larger share), never 24 to 0.
+        // At most the balancing slack apart (4, and a quarter of the larger share: 16 to 8 at
+        // worst), never 24 to 0; one more for two loops that accept at the same moment.
         if let low = open.min(), let high = open.max() {
             #expect(high - low <= 4 + high / 4 + 1, "open per loop: \(open)")
-            #expect(low >= 8, "open per loop: \(open)")
+            #expect(low >= 7, "open per loop: \(open)")
         }
         #expect(perLoop("atsgate_loop_connections_accepted_total").reduce(0, +) == 24, "\(metrics)")
         for client in clients { client.close() }
