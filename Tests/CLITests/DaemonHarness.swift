@@ -25,20 +25,14 @@ final class BackgroundProcess: @unchecked Sendable {
         for (pipe, isError) in standardOutput == nil ? [(out, false), (err, true)] : [(err, true)] {
             outputDone.enter()
             let done = outputDone
-            pipe.fileHandleForReading.readabilityHandler = { [weak self] handle in
-                let data = handle.availableData
-                if data.isEmpty {
-                    // Leave even while deinit runs (self is already nil then), or stop() waits in vain.
-                    handle.readabilityHandler = nil
-                    done.leave()
-                    return
-                }
+            // Leaves at the end even while deinit runs (self is already nil then), or stop() waits in vain.
+            PipeDrain.start(pipe.fileHandleForReading, onData: { [weak self] data in
                 guard let self else { return }
                 self.lock.withLock {
                     if isError { self.stderrText += String(decoding: data, as: UTF8.self) }
                     else { self.stdoutText += String(decoding: data, as: UTF8.self) }
                 }
-            }
+            }, onEnd: { done.leave() })
         }
         try process.run()
     }

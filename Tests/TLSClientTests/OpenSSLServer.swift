@@ -22,11 +22,7 @@ final class OpenSSLServer: @unchecked Sendable {
         process.standardError = out
         process.standardInput = Pipe()
         let output = Output()
-        out.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil; return }
-            output.append(data)
-        }
+        PipeDrain.start(out.fileHandleForReading, onData: { output.append($0) })
         try process.run()
         let deadline = Date().addingTimeInterval(15)
         var found: Int?
