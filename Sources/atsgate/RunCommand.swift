@@ -489,15 +489,16 @@ struct RunCommand: ParsableCommand {
                                  + "--listen-cert FILE and --listen-key FILE are needed for it")
         }
         // The live page's feed is the admin window's: without one, no record pays for it.
-        let feed = inherited.admin.isEmpty && configuration.admin == nil ? nil : LiveFeed()
+        let feed = LiveFeed()
+        let hasAdmin = !inherited.admin.isEmpty || configuration.admin != nil
         let sink = try DecisionLogOutput.sink(for: configuration)
         do {
             server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
-                                     inheritedTLS: inherited.proxyTLS, observer: feed)
+                                     inheritedTLS: inherited.proxyTLS, observer: hasAdmin ? feed : nil)
             if let fd = inherited.admin.first {
-                admin = try AdminServer(inherited: fd, server: server, feed: feed ?? LiveFeed())
+                admin = try AdminServer(inherited: fd, server: server, feed: feed)
             } else if let address = configuration.admin {
-                admin = try AdminServer(listeningOn: address, server: server, feed: feed ?? LiveFeed())
+                admin = try AdminServer(listeningOn: address, server: server, feed: feed)
             } else {
                 admin = nil
             }
