@@ -7,7 +7,8 @@ import PackageDescription
 //   2. system libraries, each imported by exactly one Swift target, and the system calls: POSIX,
 //      TLSClient (OpenSSL), Systemd (libsystemd);
 //   3. I/O: EventLoop (the Dispatch loops on POSIX), DNS (the resolver on the loops);
-//   4. the proxy: ProxyAccess (who may use it, with which policy), then ProxyCore (the connection);
+//   4. the proxy: ProxyAccess (who may use it, with which policy), DecisionLog (the record and where
+//      it goes), then ProxyCore (the connection);
 //   5. the operator's side: Admin (admin listener, metrics, live page), ATSReport (the gate's verdict);
 //   6. the executable, atsgate: arguments, config, wiring.
 let package = Package(
@@ -70,17 +71,23 @@ let package = Package(
         // 4. The proxy.
         // Who may use the proxy and with which policy: routes to apps, proxy logins.
         .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "CCrypt"]),
+        // The decision log: the record and its vocabulary (reasons, actions), its formats (JSON line,
+        // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
+        // records, and the observer the operator's side watches through.
+        .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoop", "ProxyAccess"]),
         // The connection state machine: verdicts, tunnels, forwarding, upgrades, TLS inspection, the
-        // decision log.
+        // upstream connection, the server and its loops.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoop", "DNS", "ProxyAccess"],
+            dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoop", "DNS", "ProxyAccess",
+                           "DecisionLog"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
         // 5. The operator's side.
         // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
-        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyAccess", "ProxyCore"],
+        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyAccess", "DecisionLog",
+                                               "ProxyCore"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
         // judged again under the app's policy, and rendered.
@@ -90,7 +97,8 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "ProxyCore", "ProxyAccess", "Admin",
+                "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "DecisionLog", "ProxyCore", "ProxyAccess",
+                "Admin",
                 "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
@@ -119,8 +127,11 @@ let package = Package(
         ),
 
         // What every test target shares: captured handshakes, loopback clients and origins, ports
-        // bound at 0, a seeded generator, an in-memory decision log.
-        .target(name: "TestSupport", dependencies: ["ProxyCore"], path: "Tests/TestSupport"),
+        // bound at 0, a seeded generator. It imports nothing of the proxy, so the pure test targets
+        // build without OpenSSL, c-ares or the connection.
+        .target(name: "TestSupport", dependencies: ["ATSPolicy"], path: "Tests/TestSupport"),
+        // An in-memory decision log (swift-log's InMemoryLogging, for atsgate's records).
+        .target(name: "LogTestSupport", dependencies: ["DecisionLog"], path: "Tests/LogTestSupport"),
         // One test target per source target, in the same order.
         .testTarget(name: "ATSPolicyTests", dependencies: ["ATSPolicy", "TestSupport"]),
         .testTarget(name: "ATSLintTests", dependencies: ["ATSLint", "ATSPolicy", "TestSupport"]),
@@ -133,8 +144,11 @@ let package = Package(
         .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoop", "ATSPolicy", "POSIX", "TestSupport"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
-        .testTarget(name: "ProxyCoreTests", dependencies: ["ProxyCore", "HTTP1", "POSIX", "TLSWire", "TestSupport"]),
-        .testTarget(name: "AdminTests", dependencies: ["Admin", "ProxyCore", "TLSWire"]),
+        .testTarget(name: "DecisionLogTests",
+                    dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+        .testTarget(name: "ProxyCoreTests",
+                    dependencies: ["ProxyCore", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+        .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),

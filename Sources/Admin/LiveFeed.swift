@@ -1,3 +1,4 @@
+import DecisionLog
 import Foundation
 import ProxyCore
 
@@ -14,7 +15,7 @@ import ProxyCore
 public final class LiveFeed: DecisionObserver, @unchecked Sendable {
     struct Entry {
         var sequence: Int
-        var record: LogRecord
+        var record: DecisionRecord
         var policy: String
     }
 
@@ -30,7 +31,7 @@ public final class LiveFeed: DecisionObserver, @unchecked Sendable {
 
     public init() {}
 
-    package func observe(_ record: LogRecord, policy: String) {
+    package func observe(_ record: DecisionRecord, policy: String) {
         lock.lock()
         defer { lock.unlock() }
         last += 1

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import ProxyCore
 
 /// The admin listener's live page: one self-contained document (no external assets; its script and

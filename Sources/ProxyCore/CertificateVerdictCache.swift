@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import Dispatch
 import EventLoop
 import Synchronization
@@ -17,26 +18,10 @@ package struct ServerJudgement: Sendable {
         var rule: RuleID? = nil
     }
 
-    /// The leaf certificate as the log shows it. A class: every connection's record has room for
-    /// one, and most never hold one.
-    final class CertificateFacts: Sendable {
-        let subject: String
-        let issuer: String
-        let key: String
-        let signatureAlgorithm: String
-
-        init(subject: String, issuer: String, key: String, signatureAlgorithm: String) {
-            self.subject = subject
-            self.issuer = issuer
-            self.key = key
-            self.signatureAlgorithm = signatureAlgorithm
-        }
-    }
-
     var blocking: Refusal?
     /// Reason codes of findings tolerated because the host allows cleartext (R15).
     var tolerated: [String] = []
-    var certificate: CertificateFacts?
+    var certificate: LoggedCertificate?
     /// A remark for the record when nothing blocked (e.g. what was tolerated).
     var note: String?
 }

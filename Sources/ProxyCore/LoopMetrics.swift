@@ -1,3 +1,4 @@
+import DecisionLog
 import TLSWire
 
 /// One loop's counters for /metrics. Plain integers touched only on the loop's queue (no atomics on
@@ -93,7 +94,7 @@ package struct LoopMetrics {
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
-    package mutating func count(_ record: LogRecord) {
+    package mutating func count(_ record: DecisionRecord) {
         let action = record.loggedAction
         let reason = record.loggedReason ?? ""
         let app = record.app ?? "", device = record.device ?? ""

@@ -1,5 +1,6 @@
 import ATSPolicy
 import DNS
+import DecisionLog
 import ProxyAccess
 import TLSClient
 import POSIX

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import EventLoop
 import Glibc
 import HTTP1
@@ -306,7 +307,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if exchange.keepClient, exchange.body.isComplete {
-            record = LogRecord(time: wallClock(), client: clientAddress, method: "-")
+            record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
             nextRequest()
         } else {
             close()

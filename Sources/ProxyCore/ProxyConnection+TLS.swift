@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import Dispatch
 import EventLoop
 import Glibc
@@ -201,7 +202,7 @@ extension ProxyConnection {
     }
 
     /// The tunnel ended before its (non-blocking) verdict: the record goes out now, with it.
-    private func logDeferred(_ deferred: LogRecord, _ judgement: ServerJudgement) {
+    private func logDeferred(_ deferred: DecisionRecord, _ judgement: ServerJudgement) {
         record = deferred
         record.certificate = judgement.certificate
         record.toleratedFindings = judgement.tolerated

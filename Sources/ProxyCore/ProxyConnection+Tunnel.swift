@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import EventLoop
 import Glibc
 import HTTP1

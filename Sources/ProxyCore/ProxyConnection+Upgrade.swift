@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import Dispatch
 import EventLoop
 import HTTP1

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import Dispatch
 import DNS
 import EventLoop
@@ -99,7 +100,7 @@ package final class ProxyConnection {
     /// A certificate verdict is being computed; a record finished meanwhile waits for it.
     var judgementPending = false
     /// (In an array: an inline optional record would make every connection carry a second one.)
-    var deferredRecord: [LogRecord] = []
+    var deferredRecord: [DecisionRecord] = []
     /// The event loop the connection lives on, and the proxy's state kept for that loop.
     let loop: EventLoop
     let proxyLoop: ProxyLoop
@@ -113,7 +114,7 @@ package final class ProxyConnection {
     var parent: ParentProxy?
     /// Last bytes moved, on the monotonic clock (idle timeouts).
     var lastActivity = 0.0
-    var record: LogRecord
+    var record: DecisionRecord
     /// When the current request began, on the monotonic clock (its duration); `record.time` has the wall time.
     var started = monotonic()
     /// The listening port the client reached (`--route port:N`).
@@ -139,7 +140,7 @@ package final class ProxyConnection {
         self.pool = proxyLoop.pool
         self.clientAddress = clientAddress
         client = Channel(fd: fd, poller: loop.poller)
-        record = LogRecord(time: wallClock(), client: clientAddress, method: "-")
+        record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
         proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -329,7 +330,7 @@ package final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = LogRecord(time: wallClock(), client: clientAddress, method: head.method)
+        record = DecisionRecord(time: wallClock(), client: clientAddress, method: head.method)
         disarm()
         route(head)
     }

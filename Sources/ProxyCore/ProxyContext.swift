@@ -1,5 +1,6 @@
 import ATSPolicy
 import DNS
+import DecisionLog
 import POSIX
 import ProxyAccess
 import Synchronization
@@ -9,7 +10,7 @@ import Synchronization
 /// is never re-judged halfway.
 package final class ProxyContext: Sendable {
     let configuration: ProxyConfiguration
-    let log: DecisionLog
+    let log: RecordFormatter
     let resolver: Resolver
     let shared: ServerShared
     /// Judges servers' certificates (TLSClient) against this generation's trust store.
@@ -47,7 +48,7 @@ package final class ProxyContext: Sendable {
             + configuration.routes.map { route in
                 DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
             }
-        log = DecisionLog(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
+        log = RecordFormatter(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
         resolver = Resolver(pinned: configuration.resolve, engine: shared.dns)
         shared.dns.configure(configuration.dns)
         shared.parentHealth.setRetry(seconds: configuration.parentRetry)

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 
 /// The Proxy Error Types of RFC 9209 (section 2.3) that atsgate sends in `Proxy-Status`'s `error`
 /// parameter, by their registered names.

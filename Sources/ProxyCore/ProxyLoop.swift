@@ -1,3 +1,4 @@
+import DecisionLog
 import EventLoop
 import Synchronization
 
@@ -7,7 +8,7 @@ package final class ProxyLoop {
     let loop: EventLoop
     /// Idle keep-alive connections to origins.
     let pool = UpstreamPool()
-    /// Decision records not yet handed to the log's writer (see DecisionLog).
+    /// Decision records not yet handed to the log's writer (see RecordFormatter).
     var logBatch = LogBatch()
     /// `--log-overflow pause` and the log is full: this loop accepts nothing and reads no request
     /// head; the connections that wait for it to drain, to read again then.

@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import HTTP1
 
 /// The proxy's own HTTP answers: blocks, errors, and the page for requests addressed to the proxy.

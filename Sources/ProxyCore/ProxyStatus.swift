@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import HTTP1
 
 /// The `Proxy-Status` field (RFC 9209) of an answer the proxy makes itself, so that a client (a UI
@@ -26,7 +27,7 @@ package struct ProxyStatus: Equatable {
     }
 
     /// The field for `verdict`'s answer, with what `record` knows: the rule that decided and the parent.
-    init(_ verdict: Verdict, record: LogRecord) {
+    init(_ verdict: Verdict, record: DecisionRecord) {
         switch verdict {
         case .allow, .upgrade:
             self.init()
@@ -50,7 +51,7 @@ package struct ProxyStatus: Equatable {
         }
     }
 
-    private init(reason: Reason, record: LogRecord) {
+    private init(reason: Reason, record: DecisionRecord) {
         self.init(error: reason.proxyErrorType, details: Self.details(reason, rule: record.loggedRule))
         if reason.isParentFailure { nextHop = record.parent }
     }

@@ -1,3 +1,4 @@
+import DecisionLog
 /// How long requests took, for /metrics (`atsgate_request_duration_seconds{kind,action}`): one loop's
 /// histogram, counted with every record (`LoopMetrics.count`, on the hot path: a bucket found among
 /// fixed bounds and one array increment; no dictionary, no allocation).
@@ -54,7 +55,7 @@ package struct RequestDurations {
     }
 
     /// Counts one logged record.
-    mutating func count(_ record: LogRecord) {
+    mutating func count(_ record: DecisionRecord) {
         let kind: Kind
         let seconds: Double
         if let connected = record.connectedAfter {

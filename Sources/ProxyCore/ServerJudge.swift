@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import TLSClient
 import TLSWire
 import POSIX
@@ -58,7 +59,7 @@ extension ServerJudgement {
     init(_ verdict: CertificateVerdict) {
         self.init()
         if let leaf = verdict.leaf {
-            certificate = CertificateFacts(subject: leaf.subject, issuer: leaf.issuer, key: leaf.key.description,
+            certificate = LoggedCertificate(subject: leaf.subject, issuer: leaf.issuer, key: leaf.key.description,
                                            signatureAlgorithm: leaf.signatureAlgorithm)
         }
         if let finding = verdict.blockingFinding {

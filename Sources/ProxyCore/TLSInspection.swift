@@ -1,4 +1,5 @@
 import ATSPolicy
+import DecisionLog
 import TLSWire
 
 /// A CONNECT tunnel's TLS handshake, watched but not terminated, as a value with no sockets: bytes

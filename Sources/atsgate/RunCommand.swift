@@ -1,5 +1,6 @@
 import ArgumentParser
 import ATSPolicy
+import DecisionLog
 import Dispatch
 import Admin
 import Foundation

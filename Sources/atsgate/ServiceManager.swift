@@ -1,3 +1,4 @@
+import DecisionLog
 import Foundation
 import ProxyCore
 import Systemd

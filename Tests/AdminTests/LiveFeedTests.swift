@@ -1,10 +1,11 @@
 import Testing
 @testable import Admin
+@testable import DecisionLog
 @testable import ProxyCore
 
 @Suite struct LiveFeedTests {
-    static func record(app: String = "lab") -> LogRecord {
-        var record = LogRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
+    static func record(app: String = "lab") -> DecisionRecord {
+        var record = DecisionRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
         record.app = app
         record.action = .block
         record.reason = .ats(.cleartextHTTP)

@@ -1,5 +1,6 @@
 import Testing
 @testable import Admin
+@testable import DecisionLog
 @testable import ProxyCore
 import TLSWire
 
@@ -78,15 +79,15 @@ import TLSWire
     /// loops' histograms add up bucket by bucket.
     @Test func requestDurationsByKindAndAction() {
         let client = SocketAddress(ip: .v4(0x7F00_0001), port: 40_000)
-        var tunnel = LogRecord(time: 0, client: client, method: "CONNECT")
+        var tunnel = DecisionRecord(time: 0, client: client, method: "CONNECT")
         tunnel.connectedAfter = 0.00390625
         tunnel.durationMilliseconds = 600_000 // ten minutes open
-        var forward = LogRecord(time: 0, client: client, method: "GET")
+        var forward = DecisionRecord(time: 0, client: client, method: "GET")
         forward.connectedAfter = 0.0078125
         forward.durationMilliseconds = 125
-        var block = LogRecord(time: 0, client: client, method: "GET", action: .block)
+        var block = DecisionRecord(time: 0, client: client, method: "GET", action: .block)
         block.durationMilliseconds = 0.5
-        var timeout = LogRecord(time: 0, client: client, method: "CONNECT", action: .error)
+        var timeout = DecisionRecord(time: 0, client: client, method: "CONNECT", action: .error)
         timeout.durationMilliseconds = 90_000 // over the last bound: +Inf only
 
         var first = LoopMetrics()

@@ -1,7 +1,9 @@
 import ATSPolicy
 import Foundation
 import Testing
+import LogTestSupport
 import TestSupport
+@testable import DecisionLog
 @testable import ProxyCore
 
 /// The proxy in-process with a journal that stops reading (MemoryLog.stall): the journal sink sits

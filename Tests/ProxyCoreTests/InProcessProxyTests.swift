@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+import LogTestSupport
 import TestSupport
 @testable import HTTP1
 @testable import ProxyCore

@@ -3,6 +3,7 @@ import Foundation
 import POSIX
 import Testing
 @testable import HTTP1
+@testable import DecisionLog
 @testable import ProxyCore
 
 /// Proxy-Status (RFC 9209) as the proxy writes it: every reason has an error type of the RFC's
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func theRFCTypesFollowTheVerdict() throws {
-        let record = LogRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
+        let record = DecisionRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
         #expect(ProxyStatus(.serve(contentType: "x", body: "", includeBody: true), record: record).error == .proxyInternalResponse)
         #expect(ProxyStatus(.challenge(message: "m"), record: record).details == "auth-required")
         #expect(ProxyStatus(.throttle(message: "m", retryAfter: 3), record: record).error == .httpRequestError)

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Testing
+@testable import DecisionLog
 @testable import ProxyCore
 
 /// Outcomes are one enum each: every ATS reason has its case, and the actions are INTERFACE.md's four.

@@ -10,6 +10,11 @@ package struct KeyExchangeFacts: Equatable {
     /// The ClientHello offered a hybrid or ML-KEM group.
     package var postQuantumOffered: Bool
 
+    package init(group: NamedGroup?, postQuantumOffered: Bool) {
+        self.group = group
+        self.postQuantumOffered = postQuantumOffered
+    }
+
     /// The IANA name of every post-quantum group, for the live page's share.
     package static let postQuantumGroupNames: [String] =
         NamedGroup.names.filter { NamedGroup(rawValue: $0.key).isPostQuantum }.map(\.value).sorted()

@@ -7,7 +7,7 @@ import Synchronization
 /// blocking writes happen here, so a reader that stops reading, a full disk or a journald that falls
 /// behind stalls this thread and nothing else. It also writes the overflow record once the output
 /// accepts writes again, and reopens the file when asked (SIGUSR1).
-final class LogWriter: @unchecked Sendable {
+package final class LogWriter: @unchecked Sendable {
     /// Guards the buffer; the thread and `drain` wait on it (so every change is broadcast: a signal
     /// could wake a drainer instead of the thread).
     private let condition = NSCondition()
@@ -22,13 +22,13 @@ final class LogWriter: @unchecked Sendable {
     /// The thread is writing what it took (`drain` waits for it).
     private var busy = false
     /// `buffer.paused`, readable without the lock: the loops check it before each request head.
-    let paused = Atomic<Bool>(false)
+    package let paused = Atomic<Bool>(false)
     /// Touched by the thread only (and by `init`).
     private let output: LogOutput
     private let format: LogFormat
     private let warn: @Sendable (String) -> Void
 
-    init(output: LogOutput, format: LogFormat, capacity: Int, overflow: LogOverflow,
+    package init(output: LogOutput, format: LogFormat, capacity: Int, overflow: LogOverflow,
          warn: @escaping @Sendable (String) -> Void) {
         self.output = output
         self.format = format
@@ -41,7 +41,7 @@ final class LogWriter: @unchecked Sendable {
 
     /// A loop's batch (see `LogBuffer.offer`). Never blocks beyond the lock.
     @discardableResult
-    func offer(_ batch: inout LogBatch, force: Bool = false) -> LogBuffer.Offer {
+    package func offer(_ batch: inout LogBatch, force: Bool = false) -> LogBuffer.Offer {
         condition.lock()
         defer { condition.unlock() }
         let outcome = buffer.offer(&batch, force: force)
@@ -50,7 +50,7 @@ final class LogWriter: @unchecked Sendable {
         return outcome
     }
 
-    func requestReopen() {
+    package func requestReopen() {
         condition.lock()
         reopenRequested = true
         condition.broadcast()
@@ -60,7 +60,7 @@ final class LogWriter: @unchecked Sendable {
     /// Waits until everything handed over has been written (or lost and counted, with its overflow
     /// record tried), or until `deadline` (monotonic seconds); returns the records still unwritten.
     /// `closing` (the daemon stops): the last record is then an overflow record when any were lost.
-    func drain(until deadline: Double, closing: Bool = false) -> Int {
+    package func drain(until deadline: Double, closing: Bool = false) -> Int {
         condition.lock()
         defer { condition.unlock() }
         if closing {
@@ -76,7 +76,7 @@ final class LogWriter: @unchecked Sendable {
     }
 
     /// Ends the thread once it has finished its current write (the sink is going away).
-    func shutDown() {
+    package func shutDown() {
         condition.lock()
         shuttingDown = true
         condition.broadcast()
@@ -84,7 +84,7 @@ final class LogWriter: @unchecked Sendable {
     }
 
     /// The buffer's counts, for metrics, health and warnings.
-    var state: LogState {
+    package var state: LogState {
         condition.lock()
         defer { condition.unlock() }
         return LogState(bufferedBytes: buffer.bytes, capacity: buffer.capacity, overflow: buffer.overflow,
@@ -203,4 +203,17 @@ public struct LogState: Sendable {
     public var pauses: Int
     /// Where the records go ("standard output", the file's path).
     public var output: String
+
+    public init(bufferedBytes: Int, capacity: Int, overflow: LogOverflow, droppedTotal: Int, cause: String,
+                failure: String?, paused: Bool, pauses: Int, output: String) {
+        self.bufferedBytes = bufferedBytes
+        self.capacity = capacity
+        self.overflow = overflow
+        self.droppedTotal = droppedTotal
+        self.cause = cause
+        self.failure = failure
+        self.paused = paused
+        self.pauses = pauses
+        self.output = output
+    }
 }

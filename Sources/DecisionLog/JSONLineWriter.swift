@@ -1,31 +1,15 @@
 import ATSPolicy
-import Glibc
 import POSIX
-
-/// Receives a decision record's fields in order (`LogRecord.visit`). A nil value is a JSON null.
-package protocol LogFieldVisitor {
-    mutating func string(_ name: StaticString, _ value: String?)
-    mutating func strings(_ name: StaticString, _ values: [String])
-    mutating func int(_ name: StaticString, _ value: Int?)
-    mutating func bool(_ name: StaticString, _ value: Bool?)
-    /// Seconds since the epoch, written as RFC 3339 UTC with milliseconds.
-    mutating func time(_ name: StaticString, _ value: Double)
-    /// A duration in milliseconds, rounded to microseconds.
-    mutating func milliseconds(_ name: StaticString, _ value: Double)
-    mutating func address(_ name: StaticString, _ value: SocketAddress)
-    mutating func host(_ name: StaticString, _ value: Host?)
-    mutating func ip(_ name: StaticString, _ value: IPAddress?)
-}
 
 /// Builds the record as a JSON object (the journal's fields and the tests read this form).
 package struct JSONObjectFields: LogFieldVisitor {
-    var fields: [(String, JSONValue)] = []
+    package var fields: [(String, JSONValue)] = []
 
     package mutating func string(_ name: StaticString, _ value: String?) { add(name, .optional(value)) }
     package mutating func strings(_ name: StaticString, _ values: [String]) { add(name, .array(values.map(JSONValue.string))) }
     package mutating func int(_ name: StaticString, _ value: Int?) { add(name, value.map(JSONValue.int) ?? .null) }
     package mutating func bool(_ name: StaticString, _ value: Bool?) { add(name, value.map(JSONValue.bool) ?? .null) }
-    package mutating func time(_ name: StaticString, _ value: Double) { add(name, .string(LogRecord.timestamp(value))) }
+    package mutating func time(_ name: StaticString, _ value: Double) { add(name, .string(DecisionRecord.timestamp(value))) }
     package mutating func milliseconds(_ name: StaticString, _ value: Double) { add(name, .double((value * 1000).rounded() / 1000)) }
     package mutating func address(_ name: StaticString, _ value: SocketAddress) { add(name, .string(value.description)) }
     package mutating func host(_ name: StaticString, _ value: Host?) { add(name, .optional(value?.description)) }
@@ -35,7 +19,7 @@ package struct JSONObjectFields: LogFieldVisitor {
 
     /// The fields as journald fields: `ATS_` and the name in upper case, a string as it is and any
     /// other value as its JSON text; nulls are left out.
-    var journalFields: [(String, String)] {
+    package var journalFields: [(String, String)] {
         fields.compactMap { name, value in
             let text: String
             switch value {
@@ -57,14 +41,14 @@ package struct JSONLineWriter: LogFieldVisitor {
 
     /// Takes `buffer` over (leaving it empty, so the bytes stay uniquely referenced and are never
     /// copied) and starts an object at its end; `finish()` hands it back.
-    init(taking buffer: inout [UInt8]) {
+    package init(taking buffer: inout [UInt8]) {
         bytes = []
         swap(&bytes, &buffer)
         bytes.append(UInt8(ascii: "{"))
     }
 
     /// Closes the object and hands the buffer back.
-    consuming func finish() -> [UInt8] {
+    package consuming func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes
     }
@@ -187,45 +171,5 @@ package struct JSONLineWriter: LogFieldVisitor {
 
     private mutating func appendDecimal(_ value: UInt, width: Int = 1) {
         LogText.appendDecimal(value, width: width, to: &bytes)
-    }
-}
-
-/// Numbers and times as the log spells them, written as bytes.
-package enum LogText {
-    /// RFC 3339 UTC with milliseconds (`2026-11-22T10:04:00.123Z`).
-    static func appendTimestamp(_ time: Double, to bytes: inout [UInt8]) {
-        var seconds = time_t(time.rounded(.down))
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        let millis = UInt(max(0, min(999, Int((time - time.rounded(.down)) * 1000))))
-        appendDecimal(UInt(max(0, parts.tm_year + 1900)), width: 4, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        appendDecimal(UInt(parts.tm_mon + 1), width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "-"))
-        appendDecimal(UInt(parts.tm_mday), width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "T"))
-        appendDecimal(UInt(parts.tm_hour), width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        appendDecimal(UInt(parts.tm_min), width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: ":"))
-        appendDecimal(UInt(parts.tm_sec), width: 2, to: &bytes)
-        bytes.append(UInt8(ascii: "."))
-        appendDecimal(millis, width: 3, to: &bytes)
-        bytes.append(UInt8(ascii: "Z"))
-    }
-
-    /// Decimal digits, zero-padded to `width`.
-    static func appendDecimal(_ value: UInt, width: Int = 1, to bytes: inout [UInt8]) {
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0) // 24 bytes: UInt.max has 20 digits
-        withUnsafeMutableBytes(of: &digits) { buffer in
-            var remaining = value
-            var index = buffer.count
-            repeat {
-                index -= 1
-                buffer[index] = UInt8(ascii: "0") + UInt8(remaining % 10)
-                remaining /= 10
-            } while remaining > 0 || buffer.count - index < width
-            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
-        }
     }
 }

@@ -15,9 +15,9 @@ public enum LogOverflow: String, Sendable, CaseIterable {
 ///   until the writer has brought it down to half (`pause`);
 /// - what the writer fails to write is dropped and counted too (`drop`), or kept and tried again
 ///   (`pause`: the buffer does not drain, so it fills and pauses the proxy).
-struct LogBuffer {
-    let capacity: Int
-    let overflow: LogOverflow
+package struct LogBuffer {
+    package let capacity: Int
+    package let overflow: LogOverflow
     /// Handed over, waiting for the writer.
     private(set) var waiting: [LogBatch] = []
     /// Bytes and records held: the waiting batches and those the writer took and has not finished.
@@ -29,7 +29,7 @@ struct LogBuffer {
     /// Why records were last lost: the overflow record's and the warning's message.
     private(set) var cause = ""
     /// Why the last write failed; nil once one succeeds.
-    var failure: String?
+    package var failure: String?
     /// Set while a refused batch waits (`pause`), and how many times that began.
     private(set) var paused = false
     private(set) var pauses = 0
@@ -37,20 +37,20 @@ struct LogBuffer {
     /// array would grow by reallocation up to the hand-over size each time).
     private var spares: [[UInt8]] = []
 
-    enum Offer: Equatable {
+    package enum Offer: Equatable {
         case taken
         case dropped
         case refused
     }
 
-    init(capacity: Int, overflow: LogOverflow) {
+    package init(capacity: Int, overflow: LogOverflow) {
         self.capacity = capacity
         self.overflow = overflow
     }
 
     /// A loop's batch. Taken or dropped, `batch` is left empty for the next records; refused, it is
     /// left as it was, for the loop to keep and offer again.
-    mutating func offer(_ batch: inout LogBatch, force: Bool = false) -> Offer {
+    package mutating func offer(_ batch: inout LogBatch, force: Bool = false) -> Offer {
         guard !batch.isEmpty else { return .taken }
         if force || bytes == 0 || bytes + batch.size <= capacity {
             bytes += batch.size
@@ -75,21 +75,21 @@ struct LogBuffer {
     }
 
     /// The waiting batches, for the writer; they stay counted in `bytes` until released.
-    mutating func take() -> [LogBatch] {
+    package mutating func take() -> [LogBatch] {
         var taken: [LogBatch] = []
         swap(&taken, &waiting)
         return taken
     }
 
     /// The writer has written, or lost and counted, `bytes` and `records` of what it took.
-    mutating func release(bytes: Int, records: Int) {
+    package mutating func release(bytes: Int, records: Int) {
         self.bytes -= bytes
         self.records -= records
         if paused, self.bytes <= capacity / 2 { paused = false }
     }
 
     /// An emptied batch's line storage, for a loop's next batch.
-    mutating func recycle(_ lines: inout [UInt8]) {
+    package mutating func recycle(_ lines: inout [UInt8]) {
         guard spares.count < 8, lines.capacity > 0 else { return }
         lines.removeAll(keepingCapacity: true)
         var storage: [UInt8] = []
@@ -97,7 +97,7 @@ struct LogBuffer {
         spares.append(storage)
     }
 
-    mutating func lose(_ count: Int, cause: String) {
+    package mutating func lose(_ count: Int, cause: String) {
         guard count > 0 else { return }
         droppedTotal += count
         unreported += count
@@ -105,12 +105,12 @@ struct LogBuffer {
     }
 
     /// An overflow record saying `count` were lost has been written.
-    mutating func reported(_ count: Int) {
+    package mutating func reported(_ count: Int) {
         unreported -= count
     }
 
     /// "16 MiB", "64 KiB", "1000 bytes".
-    static func describe(bytes: Int) -> String {
+    package static func describe(bytes: Int) -> String {
         if bytes >= 1 << 20, bytes % (1 << 20) == 0 { return "\(bytes >> 20) MiB" }
         if bytes >= 1 << 10, bytes % (1 << 10) == 0 { return "\(bytes >> 10) KiB" }
         return "\(bytes) bytes"

@@ -1,5 +1,5 @@
 import Testing
-@testable import ProxyCore
+@testable import DecisionLog
 
 /// The bounded buffer between the loops and a log's writer thread: what fits is taken, what does
 /// not is dropped and counted (drop) or refused until the writer has drained half (pause).

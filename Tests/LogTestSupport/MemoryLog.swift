@@ -1,5 +1,5 @@
 import Foundation
-import ProxyCore
+import DecisionLog
 
 /// A decision log that records in memory: a `LogSink` whose structured writer keeps each record's
 /// fields, so an in-process proxy's behaviour is asserted without parsing its standard output. Use

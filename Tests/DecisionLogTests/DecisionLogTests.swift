@@ -1,8 +1,8 @@
 import ATSPolicy
+import POSIX
 import Foundation
 import Testing
-@testable import HTTP1
-@testable import ProxyCore
+@testable import DecisionLog
 import TLSWire
 
 /// The decision log's JSON lines are written straight into bytes; they must say exactly what the
@@ -26,30 +26,30 @@ import TLSWire
 
     /// Records covering every kind of field: nulls, IPv6, escapes, negative and large numbers,
     /// durations at each rounding edge, certificate facts and tolerated findings.
-    private static func records() throws -> [LogRecord] {
+    private static func records() throws -> [DecisionRecord] {
         let v4 = SocketAddress(ip: .v4(0x7F00_0001), port: 50123)
         let v6 = try #require(SocketAddress(parsing: "[2001:db8::1]:443"))
-        var plain = LogRecord(time: 1_795_000_000.123_456, client: v4, method: "GET",
+        var plain = DecisionRecord(time: 1_795_000_000.123_456, client: v4, method: "GET",
                               decision: try decision("http://www.example.com/"), enforced: true)
         plain.bytesUp = 123
         plain.bytesDown = 1 << 40
         plain.durationMilliseconds = 12.000_4
-        var proxyAnswer = LogRecord(time: 0.999, client: v6, method: "-", action: .error, reason: .badRequest,
+        var proxyAnswer = DecisionRecord(time: 0.999, client: v6, method: "-", action: .error, reason: .badRequest,
                                     message: "quote \" backslash \\ newline \n tab \t bell \u{7} é ☃", enforced: false)
         proxyAnswer.status = 400
         proxyAnswer.durationMilliseconds = 0.000_4
-        var tls = LogRecord(time: 4_102_444_799.9999, client: v6, method: "CONNECT",
+        var tls = DecisionRecord(time: 4_102_444_799.9999, client: v6, method: "CONNECT",
                             decision: try decision("https://[2001:db8::2]:8443/"), enforced: true)
         tls.tlsVersion = "TLSv1.3"
         tls.cipher = "TLS_AES_128_GCM_SHA256"
         tls.sni = "legacy.example"
         tls.upstreamIP = .v6(0x2001_0db8 << 96 | 2)
-        tls.certificate = ServerJudgement.CertificateFacts(subject: "CN=legacy.example", issuer: "CN=Test CA",
+        tls.certificate = LoggedCertificate(subject: "CN=legacy.example", issuer: "CN=Test CA",
                                                            key: "RSA 2048", signatureAlgorithm: "sha256WithRSAEncryption")
         tls.toleratedFindings = ["certificate-expired", "certificate-hostname"]
         tls.durationMilliseconds = 1234.5675
         tls.bytesUp = -1
-        var exception = LogRecord(time: 1_000_000_000, client: v4, method: "CONNECT",
+        var exception = DecisionRecord(time: 1_000_000_000, client: v4, method: "CONNECT",
                                   decision: try decision("https://legacy.example/"), enforced: true)
         exception.durationMilliseconds = 0.25
         var negative = exception
@@ -63,9 +63,10 @@ import TLSWire
     }
 
     @Test func jsonLinesMatchTheRecordsJSONObject() throws {
-        let log = DecisionLog(format: .json, policy: "test.plist", sink: LogSink(fd: -1))
+        let log = RecordFormatter(format: .json, policy: "test.plist", sink: LogSink(fd: -1))
         for record in try Self.records() {
-            var batch = LogBatch(lines: Array("earlier line\n".utf8))
+            var batch = LogBatch()
+            batch.lines = Array("earlier line\n".utf8)
             log.write(record, into: &batch)
             var expected: [UInt8] = Array("earlier line\n".utf8)
             record.json(policy: "test.plist").appendCompact(to: &expected)
@@ -77,7 +78,7 @@ import TLSWire
 
     @Test func jsonLinesParseWithTheValuesRecorded() throws {
         let records = try Self.records()
-        let log = DecisionLog(format: .json, policy: "p", sink: LogSink(fd: -1))
+        let log = RecordFormatter(format: .json, policy: "p", sink: LogSink(fd: -1))
         var batch = LogBatch()
         for record in records { log.write(record, into: &batch) }
         #expect(batch.records == records.count)
@@ -120,20 +121,5 @@ import TLSWire
         let rsa = Dictionary(records[6].journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })
         #expect(rsa["ATS_KEY_EXCHANGE"] == nil)
         #expect(rsa["ATS_PQ_OFFERED"] == "false")
-    }
-
-    @Test func theMetricsCountKeyExchangesByAppGroupAndOffer() throws {
-        var records = try Self.records()
-        records[2].app = "com.example.lab"
-        var metrics = LoopMetrics()
-        for record in records + [records[2]] { metrics.count(record) }
-        #expect(metrics.keyExchanges == [
-            LoopMetrics.KeyExchangeKey(app: "com.example.lab", group: .x25519MLKEM768, postQuantumOffered: true): 2,
-            LoopMetrics.KeyExchangeKey(app: "", group: nil, postQuantumOffered: false): 1,
-        ])
-        var total = LoopMetrics()
-        total.add(metrics)
-        total.add(metrics)
-        #expect(total.keyExchanges.values.reduce(0, +) == 6)
     }
 }

@@ -2,5 +2,5 @@
 /// (the admin listener's live page) watches the proxy through this, without the proxy knowing it.
 /// Called on the hot path: it must not block, and should only keep the record.
 package protocol DecisionObserver: AnyObject, Sendable {
-    func observe(_ record: LogRecord, policy: String)
+    func observe(_ record: DecisionRecord, policy: String)
 }

@@ -5,85 +5,77 @@ import Glibc
 import POSIX
 import ProxyAccess
 
-/// The format of the decision log (INTERFACE.md).
-public enum LogFormat: String, Sendable, CaseIterable {
-    case json
-    case text
-    /// Structured journald entries: the JSON fields in upper case with an `ATS_` prefix.
-    case journal
-}
-
 /// One decision as the log records it; field names are INTERFACE.md's.
-package struct LogRecord {
-    var time: Double
-    var client: SocketAddress
-    var method: String
-    var decision: Decision?
+package struct DecisionRecord {
+    package var time: Double
+    package var client: SocketAddress
+    package var method: String
+    package var decision: Decision?
     /// Set by `ProxyConnection.enforce` (and a watched handshake's outcome); else the decision's.
-    var action: RecordAction?
-    var reason: Reason?
+    package var action: RecordAction?
+    package var reason: Reason?
     /// The TLS-level rule that decided (R14-R17), when one did; else the policy lookup's (R7-R12).
-    var rule: RuleID?
-    var message: String?
+    package var rule: RuleID?
+    package var message: String?
     /// False for what report mode only recorded; set when the record is logged.
-    var enforced = true
-    var status: Int?
-    var upstreamIP: IPAddress?
+    package var enforced = true
+    package var status: Int?
+    package var upstreamIP: IPAddress?
     /// What the TLS handshake showed (CONNECT inspection, or the upstream of an upgrade).
-    var tlsVersion: String?
-    var cipher: String?
-    var sni: String?
+    package var tlsVersion: String?
+    package var cipher: String?
+    package var sni: String?
     /// The key exchange of an inspected handshake, once its ClientHello was read.
-    var keyExchange: KeyExchangeFacts?
-    var certificate: ServerJudgement.CertificateFacts?
+    package var keyExchange: KeyExchangeFacts?
+    package var certificate: LoggedCertificate?
     /// Certificate findings tolerated because the host allows cleartext (R15).
-    var toleratedFindings: [String] = []
-    var bytesUp = 0
-    var bytesDown = 0
-    var durationMilliseconds = 0.0
+    package var toleratedFindings: [String] = []
+    package var bytesUp = 0
+    package var bytesDown = 0
+    package var durationMilliseconds = 0.0
     /// Seconds from the request head to the origin connected (through a parent: its 200 to our
     /// CONNECT); nil when none was. Not logged: /metrics' request durations (RequestDurations).
-    var connectedAfter: Double?
+    package var connectedAfter: Double?
     /// The policy ID that judged the request, and its file (the `policy` field; else the generation's).
-    var app: String?
-    var policy: String?
+    package var app: String?
+    package var policy: String?
     /// Which routing step chose the policy.
-    var route: RouteKind?
-    var userAgent: String?
+    package var route: RouteKind?
+    package var userAgent: String?
     /// The proxy user who presented credentials (verified or not); never the password.
-    var proxyUser: String?
+    package var proxyUser: String?
     /// The lab's name for the client (`--device`: its address, or its verified proxy user).
-    var device: String?
+    package var device: String?
     /// The client reached a TLS listener (`client_tls`, written only when true, as `sni` is only
     /// when there was one).
-    var clientTLS = false
+    package var clientTLS = false
     /// How long this request waited for the origin's name, when the resolver was asked (`dns_ms`; a
     /// lookup already in flight is shared, the wait is the request's own); whether the
     /// addresses came without a lookup (`dns_cached`: an IP literal, a pinned or cached name); nil
     /// both when nothing was resolved here (a block before, or a parent that resolves).
-    var dnsMilliseconds: Double?
-    var dnsCached: Bool?
+    package var dnsMilliseconds: Double?
+    package var dnsCached: Bool?
     /// An expired answer was served because the resolver failed (RFC 8767).
-    var dnsStale = false
+    package var dnsStale = false
     /// `HOST:PORT` of the parent proxy the request went through.
-    var parent: String?
+    package var parent: String?
     /// The client refused the server's certificate in the watched handshake (`client_alert`,
     /// `pinned_domain`; written only then).
-    var clientRefusal: ClientRefusal?
+    package var clientRefusal: ClientRefusal?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
-    var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
+    package var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
 
     /// The reason code as logged, if any.
-    var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
+    package var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
 
     /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
-    var loggedRule: String? { rule?.rawValue ?? decision?.rule }
+    package var loggedRule: String? { rule?.rawValue ?? decision?.rule }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
-    func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
+    package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
         let destination = decision?.destination
         fields.time("time", time)
         fields.address("client", client)
@@ -144,11 +136,11 @@ package struct LogRecord {
         return .object(object.fields)
     }
 
-    func text(policy: String) -> String {
+    package func text(policy: String) -> String {
         let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
-        var line = "\(LogRecord.timestamp(time)) \(client)"
+        var line = "\(DecisionRecord.timestamp(time)) \(client)"
         if clientTLS { line += " tls" }
         if let proxyUser { line += " user=\(proxyUser)" }
         if let device { line += " device=\(device)" }
@@ -176,87 +168,22 @@ package struct LogRecord {
     }
 }
 
-/// Decision messages a loop has already formatted. An app's engine decides from the destination and
-/// the load context alone, so within one configuration generation they and the app (each has its own
-/// policy) determine the message; building it (several interpolated sentences) was the largest part
-/// of a log record.
-package struct DecisionMessages {
-    private struct Key: Hashable {
-        var generation: Int
-        var app: Int
-        var destination: Destination
-        var context: LoadContext
+extension DecisionRecord {
+    /// A record begun when a request (or a connection, before its first head) starts. (In an
+    /// extension, so that the memberwise initializer the tests use stays.)
+    package init(time: Double, client: SocketAddress, method: String) {
+        self.init(time: time, client: client, method: method, decision: nil)
     }
 
-    private var messages: [Key: String] = [:]
-    /// Distinct destinations remembered; past it the cache starts over (a reload leaves the old
-    /// generation's entries behind until then).
-    static let capacity = 1024
-
-    mutating func message(for decision: Decision, generation: Int, app: Int) -> String {
-        let key = Key(generation: generation, app: app, destination: decision.destination, context: decision.context)
-        if let known = messages[key] { return known }
-        if messages.count >= DecisionMessages.capacity { messages.removeAll(keepingCapacity: true) }
-        let message = decision.message
-        messages[key] = message
-        return message
-    }
-}
-
-/// Formats decision records for one configuration generation (its format and policy name) into
-/// the calling loop's batch, which goes to the shared sink's writer thread at 16 KiB and on the
-/// loop's clock tick: a record costs no thread hand-off and no system call.
-package final class DecisionLog: Sendable {
-    let format: LogFormat
-    let policy: String
-    private let sink: LogSink
-
-    init(format: LogFormat, policy: String, sink: LogSink) {
-        self.format = format
-        self.policy = policy
-        self.sink = sink
-    }
-
-    /// Formats the record into `batch` (the calling loop's), handing the batch over when it is full.
-    func write(_ record: LogRecord, into batch: inout LogBatch) {
-        switch format {
-        case .json:
-            appendJSON(record, to: &batch.lines)
-        case .text:
-            batch.lines += record.text(policy: policy).utf8
-        case .journal:
-            guard sink.structured != nil else {
-                // No journal wired in (a library user): fall back to JSON lines.
-                appendJSON(record, to: &batch.lines)
-                break
-            }
-            batch.append(StructuredEntry(message: record.text(policy: policy), priority: record.priority,
-                                         fields: record.journalFields(policy: policy)))
-            if batch.size >= LogBatch.handOverSize, !sink.isPaused { sink.offer(&batch) }
-            return
-        }
-        batch.lines.append(0x0A)
-        batch.records += 1
-        if batch.size >= LogBatch.handOverSize, !sink.isPaused { sink.offer(&batch) }
-    }
-
-    private func appendJSON(_ record: LogRecord, to buffer: inout [UInt8]) {
-        var writer = JSONLineWriter(taking: &buffer)
-        record.visit(policy: policy, &writer)
-        buffer = writer.finish()
-    }
-}
-
-extension LogRecord {
     /// The JSON fields as journald fields: `ATS_` and the name in upper case; nulls are left out.
-    func journalFields(policy: String) -> [(String, String)] {
+    package func journalFields(policy: String) -> [(String, String)] {
         var object = JSONObjectFields()
         visit(policy: policy, &object)
         return object.journalFields
     }
 
     /// Blocks are warnings, upstream failures errors, the rest informational (syslog levels).
-    var priority: Int32 {
+    package var priority: Int32 {
         switch loggedAction {
         case "block": 4
         case "error": 3

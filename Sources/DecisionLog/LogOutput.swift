@@ -5,22 +5,22 @@ import POSIX
 /// output, or a file opened O_APPEND that SIGUSR1 reopens), journal entries to the structured writer
 /// (journald). Touched by the writer thread only. A failed write loses the records it did not
 /// complete, and says why; the next batch tries again.
-final class LogOutput {
+package final class LogOutput {
     private var fd: Int32
     /// The file's path, when the output is a file (it can be reopened).
-    let path: String?
-    let structured: StructuredLogWriter?
+    package let path: String?
+    package let structured: StructuredLogWriter?
     /// A failed write left half a line that could not be cut off: the next write starts a new line,
     /// so only that half line is damaged.
     private var tornLine = false
 
-    init(fd: Int32, structured: StructuredLogWriter?) {
+    package init(fd: Int32, structured: StructuredLogWriter?) {
         self.fd = fd
         self.path = nil
         self.structured = structured
     }
 
-    init(path: String) throws(SystemError) {
+    package init(path: String) throws(SystemError) {
         fd = try LogFile.open(path)
         self.path = path
         structured = nil
@@ -31,11 +31,11 @@ final class LogOutput {
     }
 
     /// What the records are written to, for messages.
-    var name: String { path ?? (fd == STDOUT_FILENO ? "standard output" : "descriptor \(fd)") }
+    package var name: String { path ?? (fd == STDOUT_FILENO ? "standard output" : "descriptor \(fd)") }
 
     /// Opens the file again under its path (after logrotate moved it) and writes there from now on;
     /// on failure keeps writing to the file it has, and says why. Nothing to do for other outputs.
-    func reopen() -> String? {
+    package func reopen() -> String? {
         guard let path else { return nil }
         let fresh: Int32
         do {
@@ -51,7 +51,7 @@ final class LogOutput {
 
     /// Writes `batch` and removes from it what was written: on a failure it keeps the records that
     /// were not (a line written in part is cut off the file and kept whole), and says why.
-    func write(_ batch: inout LogBatch) -> String? {
+    package func write(_ batch: inout LogBatch) -> String? {
         if !batch.lines.isEmpty {
             let (complete, problem) = write(lines: batch.lines)
             let lines = batch.lines[..<complete].count { $0 == 0x0A }
@@ -116,7 +116,7 @@ final class LogOutput {
 }
 
 /// A log failure described for the operator.
-struct LogSinkError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
+package struct LogSinkError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }

@@ -2,16 +2,16 @@
 /// pressure"): action `error`, reason `log-overflow`, and `dropped`, how many since the last such
 /// record. It is written by the log's writer as soon as the log accepts writes again, so the records
 /// read plus the `dropped` counts add up to the decisions made. It is not a decision itself.
-struct LogOverflowRecord {
-    var time: Double
-    var dropped: Int
+package struct LogOverflowRecord {
+    package var time: Double
+    package var dropped: Int
     /// Lost since the start (the metric's value then): the last record of a stopping daemon says it
     /// even when earlier records counted them all.
-    var droppedTotal: Int
+    package var droppedTotal: Int
     /// Why they were lost (a full buffer, a failed write).
-    var cause: String
+    package var cause: String
 
-    var message: String {
+    package var message: String {
         guard dropped > 0 else {
             return "\(droppedTotal) decision record\(droppedTotal == 1 ? " was" : "s were") lost since the start, "
                 + "each counted by an earlier log-overflow record"
@@ -19,7 +19,7 @@ struct LogOverflowRecord {
         return "\(dropped) decision record\(dropped == 1 ? " was" : "s were") not written: \(cause)"
     }
 
-    func visit<Fields: LogFieldVisitor>(_ fields: inout Fields) {
+    package func visit<Fields: LogFieldVisitor>(_ fields: inout Fields) {
         fields.time("time", time)
         fields.string("action", "error")
         fields.string("reason", Reason.logOverflow.rawValue)
@@ -29,7 +29,7 @@ struct LogOverflowRecord {
     }
 
     /// The record in the log's format, as a batch of its own (of no decision records).
-    func batch(format: LogFormat, structured: Bool) -> LogBatch {
+    package func batch(format: LogFormat, structured: Bool) -> LogBatch {
         var batch = LogBatch()
         switch format {
         case .journal where structured:

@@ -16,7 +16,7 @@ public typealias StructuredLogWriter = @Sendable (_ message: String, _ priority:
 /// (`--log-overflow`). Losses are said on stderr at most once a second, and in the log itself by a
 /// `log-overflow` record.
 public final class LogSink: @unchecked Sendable {
-    let structured: StructuredLogWriter?
+    package let structured: StructuredLogWriter?
     private let writer: LogWriter
     private let warnings: DispatchSourceTimer
 
@@ -54,13 +54,13 @@ public final class LogSink: @unchecked Sendable {
     /// Hands a loop's batch over: afterwards it is empty, unless the log is full under
     /// `--log-overflow pause` (the loop keeps it and offers it again). `force` takes it whatever the
     /// bound (a stop).
-    func offer(_ batch: inout LogBatch, force: Bool = false) {
+    package func offer(_ batch: inout LogBatch, force: Bool = false) {
         guard !batch.isEmpty else { return }
         writer.offer(&batch, force: force)
     }
 
     /// `--log-overflow pause` and the buffer is full: no new connection or request until it drains.
-    var isPaused: Bool { writer.paused.load(ordering: .relaxed) }
+    package var isPaused: Bool { writer.paused.load(ordering: .relaxed) }
 
     /// Opens the log file again (SIGUSR1, after logrotate moved it); nothing for other outputs.
     public func reopen() {

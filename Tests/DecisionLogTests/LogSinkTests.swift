@@ -2,14 +2,15 @@ import Dispatch
 import Foundation
 import Glibc
 import Testing
+import LogTestSupport
 import TestSupport
-@testable import ProxyCore
+@testable import DecisionLog
 
 /// A log sink's writer thread with real outputs: a journal writer that stops (the journal sink
 /// behind the same bounded buffer), /dev/full (every write fails with ENOSPC), and a file moved away
 /// and reopened. The loops' side is the test thread handing batches over, as a loop does on its tick.
 @Suite(.serialized) struct LogSinkTests {
-    /// One journal entry per record, numbered, as DecisionLog makes them.
+    /// One journal entry per record, numbered, as RecordFormatter makes them.
     private func journalBatch(_ numbers: Range<Int>) -> LogBatch {
         var batch = LogBatch()
         for number in numbers {
