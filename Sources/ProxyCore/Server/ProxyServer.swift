@@ -12,22 +12,22 @@ import Synchronization
 /// accepted, with no hand-off.
 public final class ProxyServer: @unchecked Sendable {
     /// The configuration generation new connections get (see ProxyContext).
-    private let current: Mutex<ProxyContext>
-    private let shared: ServerShared
-    private let loops: [ProxyLoop]
+    let current: Mutex<ProxyContext>
+    let shared: ServerShared
+    let loops: [ProxyLoop]
     /// How many event loops run, and why that many (the start-up line says both).
     public let loopAllowance: CPUAllowance
-    private let listenFDs: [Int32]
+    let listenFDs: [Int32]
     private let addresses: [SocketAddress]
     /// By index of `listenFDs`: whether clients speak TLS there (`--listen-tls`, or systemd's socket
     /// named proxy-tls).
     private let secure: [Bool]
     /// Set while any loop has paused accepting at the connection cap.
     private let anyPaused = Atomic<Bool>(false)
-    private let stopping = Atomic<Bool>(false)
-    private let reloadsSucceeded = Atomic<Int>(0)
-    private let reloadsFailed = Atomic<Int>(0)
-    private let lastReload = Mutex<Double>(0)
+    let stopping = Atomic<Bool>(false)
+    let reloadsSucceeded = Atomic<Int>(0)
+    let reloadsFailed = Atomic<Int>(0)
+    let lastReload = Mutex<Double>(0)
 
     /// Binds every listen address, plain and TLS (or takes `inherited` and `inheritedTLS`, the sockets
     /// a supervisor bound: systemd's socket activation, which then replaces both lists); throws a
@@ -115,7 +115,7 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     /// The daemon is stopping: the log's last record says how many records were lost, if any were.
-    private func flushLog(until deadline: Double) -> Int {
+    func flushLog(until deadline: Double) -> Int {
         for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.offer(&proxyLoop.logBatch, force: true) } }
         return shared.sink.drain(within: deadline - monotonic(), closing: true)
     }
@@ -127,208 +127,6 @@ public final class ProxyServer: @unchecked Sendable {
     public func reopenLog() {
         shared.sink.reopen()
     }
-
-    // MARK: reload
-
-    /// Makes `configuration` the one new connections get; open connections keep theirs. Settings
-    /// that belong to the sockets (listen, admin, loops) cannot change without a restart: they are
-    /// kept, and the returned warnings say so.
-    @discardableResult
-    public func reload(_ configuration: ProxyConfiguration) -> [String] {
-        var configuration = configuration
-        var warnings: [String] = []
-        let old = current.withLock { $0.configuration }
-        if Set(configuration.listen) != Set(old.listen), !configuration.listen.allSatisfy({ $0.port == 0 }) {
-            warnings.append("listen addresses do not change on reload; restart to apply")
-        }
-        if Set(configuration.listenTLS) != Set(old.listenTLS), !configuration.listenTLS.allSatisfy({ $0.port == 0 }) {
-            warnings.append("TLS listen addresses do not change on reload; restart to apply")
-        }
-        if !old.listenTLS.isEmpty, configuration.listenerTLS == nil {
-            // The TLS listeners stay open: they keep the pair they have.
-            warnings.append("the TLS listeners keep their certificate: the new configuration names none")
-            configuration.listenerTLS = old.listenerTLS
-        }
-        if configuration.admin != old.admin, configuration.admin?.port != 0 {
-            warnings.append("the admin address does not change on reload; restart to apply")
-        }
-        if configuration.logFile != old.logFile || configuration.logOverflow != old.logOverflow
-            || configuration.logBufferBytes != old.logBufferBytes {
-            warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
-        }
-        if configuration.loopCount != old.loopCount {
-            warnings.append("the number of event loops does not change on reload; restart to apply")
-        }
-        configuration.listen = old.listen
-        configuration.listenTLS = old.listenTLS
-        configuration.admin = old.admin
-        configuration.logFile = old.logFile
-        configuration.logOverflow = old.logOverflow
-        configuration.logBufferBytes = old.logBufferBytes
-        configuration.loopCount = old.loopCount
-        current.withLock { context in
-            context = ProxyContext(configuration: configuration, shared: shared, generation: context.generation + 1)
-        }
-        reloadsSucceeded.add(1, ordering: .relaxed)
-        lastReload.withLock { $0 = wallClock() }
-        return warnings
-    }
-
-    /// Counts a reload that was refused (the configuration stays as it was).
-    public func reloadFailed() {
-        reloadsFailed.add(1, ordering: .relaxed)
-    }
-
-    /// The generation new connections get: 1 at start, one more per successful reload.
-    public var generation: Int { current.withLock { $0.generation } }
-
-    /// The admin window's credentials (--admin-auth) of the current generation; nil when it is open.
-    package var adminAuthenticator: ProxyAuthenticator? { current.withLock { $0.adminAuthenticator } }
-
-    /// Failed logins per client address, shared by the proxy and the admin window.
-    package var loginThrottle: LoginThrottle { shared.loginThrottle }
-
-    /// Whether new connections' blocks are enforced or only recorded (the live page's "would block").
-    package var mode: ProxyMode { current.withLock { $0.configuration.mode } }
-
-    // MARK: stop
-
-    /// How a stop ended: the connections cut at the end of the grace period, and the records the log
-    /// could not write before it ended (its reader stalled, its disk full).
-    public struct StopOutcome: Sendable {
-        public var cut: Int
-        public var unwrittenRecords: Int
-    }
-
-    /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
-    /// then ends the rest (each with its own record), lets the log write what it holds until the grace
-    /// period ends (at least one more second) and calls `completion`. `listenersClosed` runs once
-    /// nothing accepts any more.
-    public func stop(grace: Double, listenersClosed: @escaping @Sendable () -> Void = {},
-                     completion: @escaping @Sendable (StopOutcome) -> Void) {
-        guard !stopping.exchange(true, ordering: .relaxed) else { return }
-        let end = monotonic() + grace
-        let group = DispatchGroup()
-        for proxyLoop in loops {
-            proxyLoop.loop.execute(in: group) {
-                proxyLoop.draining = true
-                for listener in proxyLoop.listeners { listener.detach() }
-                proxyLoop.listeners = []
-                for connection in Array(proxyLoop.connections.values) { connection.closeIfIdle() }
-            }
-        }
-        group.notify(queue: .global()) { [self] in
-            for fd in listenFDs { SystemCall.close(fd) }
-            listenersClosed()
-            waitForConnections(until: end) { [self] cut in
-                let unwritten = flushLog(until: max(end, monotonic() + 1))
-                completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
-            }
-        }
-    }
-
-    private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
-        if shared.open.load(ordering: .relaxed) == 0 {
-            return completion(0)
-        }
-        if monotonic() < deadline {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
-                waitForConnections(until: deadline, completion: completion)
-            }
-            return
-        }
-        var cut = 0
-        for proxyLoop in loops {
-            proxyLoop.loop.queue.sync {
-                for connection in Array(proxyLoop.connections.values) {
-                    cut += 1
-                    connection.endAtShutdown()
-                }
-            }
-        }
-        completion(cut)
-    }
-
-    // MARK: health and metrics
-
-    /// Whether every loop ran its clock recently; otherwise which one is stuck. A log that drops or
-    /// holds back records is said, but is no reason to restart the daemon.
-    public var health: (healthy: Bool, detail: String) {
-        let time = monotonicMilliseconds()
-        for (index, proxyLoop) in loops.enumerated() {
-            let silent = time - proxyLoop.loop.lastTick.load(ordering: .relaxed)
-            if silent > 5_000 { return (false, "event loop \(index) has not run for \(silent / 1000) s") }
-        }
-        guard let log = logTrouble else { return (true, "ok") }
-        return (true, "ok; \(log)")
-    }
-
-    /// Ready while accepting: false once a stop began, and while the log holds requests back.
-    public var isReady: Bool { readiness.ready }
-
-    /// Whether new connections are served now, and if not, why.
-    public var readiness: (ready: Bool, detail: String) {
-        if stopping.load(ordering: .relaxed) { return (false, "stopping") }
-        if shared.sink.isPaused, let log = logTrouble { return (false, "paused: \(log)") }
-        return (true, "ready")
-    }
-
-    /// What is wrong with the decision log, if anything: paused, failing, or records lost.
-    private var logTrouble: String? {
-        let log = shared.sink.state
-        let lost = log.droppedTotal > 0 ? "\(log.droppedTotal) records dropped since the start" : nil
-        if log.paused {
-            let why = log.failure ?? "its reader is not keeping up"
-            return "decision log full (\(why)): new connections and requests wait until it drains (--log-overflow pause)"
-        }
-        if let failure = log.failure { return "decision log: \(failure)" + (lost.map { "; \($0)" } ?? "") }
-        return lost.map { "decision log: \($0) (\(log.cause))" }
-    }
-
-    public var openConnections: Int { shared.open.load(ordering: .relaxed) }
-
-    /// Decision records written since the start.
-    public var decisionCount: Int { shared.decisions.load(ordering: .relaxed) }
-
-    /// Sums every loop's counters (each read on its own queue) and hands the sum over on `queue`.
-    package func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
-        collect(LoopMetrics(), from: loops[...], on: queue, completion: completion)
-    }
-
-    /// Visits the loops one after another, the sum handed along from queue to queue: each loop's
-    /// counters are read on its own queue and nothing is shared between them (a sum behind a lock that
-    /// every loop wrote at once was a race ThreadSanitizer reported: Swift's Mutex is invisible to it).
-    private func collect(_ sum: LoopMetrics, from rest: ArraySlice<ProxyLoop>, on queue: DispatchQueue,
-                         completion: @escaping (LoopMetrics) -> Void) {
-        guard let proxyLoop = rest.first else { return queue.async { completion(sum) } }
-        proxyLoop.loop.execute { [self] in
-            var sum = sum
-            sum.add(proxyLoop.metrics)
-            sum.loops.append(.init(accepted: proxyLoop.metrics.connectionsAccepted,
-                                   open: proxyLoop.load.load(ordering: .relaxed)))
-            collect(sum, from: rest.dropFirst(), on: queue, completion: completion)
-        }
-    }
-
-    /// The server-wide values of /metrics, as they are now.
-    package var gauges: ServerGauges {
-        var gauges = ServerGauges(
-            connectionsOpen: openConnections, generation: generation,
-            reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
-            reloadsFailed: reloadsFailed.load(ordering: .relaxed),
-            lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
-            probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
-                         "miss": shared.verdictMisses.load(ordering: .relaxed)],
-            version: ProxyServer.version, log: shared.sink.state)
-        gauges.resolver = shared.dns.gauges
-        let configuration = current.withLock { $0.configuration }
-        gauges.parents = configuration.namedParents.map { ($0.description, !shared.parentHealth.isDown($0)) }
-        gauges.blockingQueues = BlockingPools.backlogs
-        return gauges
-    }
-
-    /// The version /metrics reports; the executable sets it.
-    nonisolated(unsafe) public static var version = "unknown"
 
     // MARK: accepting
 
