@@ -6,7 +6,7 @@ import PackageDescription
 //   1. pure Swift, no I/O: ATSPolicy, then ATSLint, TLSWire, HTTP1 and LabProfile on it or on nothing;
 //   2. system libraries, each imported by exactly one Swift target, and the system calls: POSIX,
 //      TLSClient (OpenSSL), Systemd (libsystemd);
-//   3. I/O: EventLoop (the Dispatch loops on POSIX), DNS (the resolver on the loops);
+//   3. I/O: EventLoops (the Dispatch loops on POSIX), DNS (the resolver on the loops);
 //   4. the proxy: ProxyAccess (who may use it, with which policy), DecisionLog (the record and where
 //      it goes), then ProxyCore (the connection);
 //   5. the operator's side: Admin (admin listener, metrics, live page), ATSReport (the gate's verdict);
@@ -61,11 +61,11 @@ let package = Package(
         // express for Dispatch sources; these targets keep Swift 5 mode, and queue confinement is
         // the rule in their code.
         // The Dispatch event loops: poller, channels, clocks, the blocking pool, the splice pump.
-        .target(name: "EventLoop", dependencies: ["POSIX", "CAtsgateShims"],
+        .target(name: "EventLoops", dependencies: ["POSIX", "CAtsgateShims"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // Names to addresses for the proxy, without blocking a loop: c-ares on an event loop, a cache
         // with TTLs, negative and stale answers, one lookup in flight per name.
-        .target(name: "DNS", dependencies: ["ATSPolicy", "POSIX", "EventLoop", "CAres"],
+        .target(name: "DNS", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "CAres"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
 
         // 4. The proxy.
@@ -74,19 +74,19 @@ let package = Package(
         // The decision log: the record and its vocabulary (reasons, actions), its formats (JSON line,
         // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
         // records, and the observer the operator's side watches through.
-        .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoop", "ProxyAccess"]),
+        .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoops", "ProxyAccess"]),
         // The connection state machine: verdicts, tunnels, forwarding, upgrades, TLS inspection, the
         // upstream connection, the server and its loops.
         .target(
             name: "ProxyCore",
-            dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoop", "DNS", "ProxyAccess",
+            dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoops", "DNS", "ProxyAccess",
                            "DecisionLog"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
         // 5. The operator's side.
         // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
-        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoop", "ProxyAccess", "DecisionLog",
+        .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoops", "ProxyAccess", "DecisionLog",
                                                "ProxyCore"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
@@ -141,8 +141,8 @@ let package = Package(
         .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "EventLoopTests", dependencies: ["EventLoop"]),
-        .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoop", "ATSPolicy", "POSIX", "TestSupport"]),
+        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops"]),
+        .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoops", "ATSPolicy", "POSIX", "TestSupport"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "DecisionLogTests",
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),

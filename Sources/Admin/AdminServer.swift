@@ -1,6 +1,6 @@
 import ATSPolicy
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import HTTP1
 import POSIX

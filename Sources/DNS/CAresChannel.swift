@@ -1,6 +1,6 @@
 import ATSPolicy
 import CAres
-import EventLoop
+import EventLoops
 import Glibc
 import POSIX
 

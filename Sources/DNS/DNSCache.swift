@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import Synchronization
 
 /// Answers by name and address family, shared by every loop: addresses until their (clamped) TTL,

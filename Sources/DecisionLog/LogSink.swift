@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import EventLoop
+import EventLoops
 import POSIX
 
 /// Sends one structured entry (journald's sd_journal_sendv, wired in by the executable): a

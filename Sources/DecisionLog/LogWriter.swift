@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 import Foundation
 import Synchronization
 

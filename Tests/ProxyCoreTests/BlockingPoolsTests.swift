@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import EventLoop
+@testable import EventLoops
 @testable import ProxyCore
 
 /// Each kind of blocking work has its own pool: with every probe thread held up (a slow origin) and

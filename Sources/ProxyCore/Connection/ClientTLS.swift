@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 import Glibc
 import POSIX
 import TLSClient

@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 import POSIX
 
 /// A tunnel's relay when the client speaks TLS to the proxy. splice(2) cannot carry bytes that must

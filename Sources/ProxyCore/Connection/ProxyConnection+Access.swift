@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import HTTP1
 import POSIX
 import ProxyAccess
@@ -18,7 +18,7 @@ extension ProxyConnection {
         let path = head.target.prefix { $0 != "?" }
         guard ProxyConnection.pacPaths.contains(String(path)) else { return nil }
         record.message = "served \(path)"
-        let body = context.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head), tls: clientTLS != nil)
+        let body = generation.configuration.pacFile ?? ProxyConnection.pac(proxy: proxyAuthority(head), tls: clientTLS != nil)
         return .serve(contentType: ProxyConnection.pacType, body: body, includeBody: head.method != "HEAD")
     }
 
@@ -57,7 +57,7 @@ extension ProxyConnection {
     /// once they are too many (429).
     func authenticate(_ head: RequestHead, _ authenticator: ProxyAuthenticator) {
         let field = head.field(.proxyAuthorization)
-        let throttle = context.shared.loginThrottle
+        let throttle = generation.daemon.loginThrottle
         if let token = ProxyAuthenticator.basicToken(field) {
             if token == verifiedCredentials, proxyUser != nil { return dispatch(head) }
             // A throttled address gets no answer about any password, not even a remembered one.
@@ -105,7 +105,7 @@ extension ProxyConnection {
     private func authenticated(_ head: RequestHead, user: String, token: [UInt8], valid: Bool,
                                _ authenticator: ProxyAuthenticator) {
         guard case .authenticating = state else { return }
-        if valid { context.shared.loginThrottle.succeeded(clientAddress.ip, now: monotonic()) }
+        if valid { generation.daemon.loginThrottle.succeeded(clientAddress.ip, now: monotonic()) }
         guard valid else {
             proxyUser = nil
             let problem = authenticator.file.hashes[user] == nil ? "unknown proxy user '\(user)'"

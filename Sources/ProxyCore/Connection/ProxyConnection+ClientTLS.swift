@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 import Glibc
 import POSIX
 import TLSClient
@@ -15,8 +15,8 @@ extension ProxyConnection {
     /// and the first request head together.
     func startTLS() {
         enterHandshaking()
-        arm(after: context.configuration.headTimeout) { [self] in headTimedOut() }
-        guard let identity = context.configuration.listenerTLS else {
+        arm(after: generation.configuration.headTimeout) { [self] in headTimedOut() }
+        guard let identity = generation.configuration.listenerTLS else {
             return handshakeFailed("the TLS listener has no certificate (--listen-cert, --listen-key)")
         }
         do {

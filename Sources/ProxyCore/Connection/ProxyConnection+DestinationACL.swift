@@ -15,7 +15,7 @@ extension ProxyConnection {
     }
 
     /// The ACL of this request's route (or the global one).
-    var destinationACL: DestinationACL { context.destinationACLs[routeACL] }
+    var destinationACL: DestinationACL { generation.destinationACLs[aclIndex] }
 
     /// Filters `addresses` (what `destination`'s host resolved to) through the ACL. When none is left,
     /// the verdict names the rule that refused the first one, and the flag that opens it.

@@ -1,6 +1,6 @@
 import ATSPolicy
 import DecisionLog
-import EventLoop
+import EventLoops
 import Glibc
 import HTTP1
 import POSIX
@@ -25,8 +25,8 @@ extension ProxyConnection {
         if head.cameThroughThisProxy || isSelf(destination) {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
-        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = engine.decide(destination, context: loadContext)
+        let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
+        let decision = policy.decide(destination, context: loadContext)
         record.decision = decision
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)
@@ -331,7 +331,7 @@ extension ProxyConnection {
         // Through a parent, what comes back is the parent's HTTP (it answers an origin's garbage with
         // an error of its own): garbage here is the parent's.
         if let parent = absoluteFormParent, reason == .upstreamProtocol {
-            context.shared.parentHealth.markDown(parent)
+            generation.daemon.parentHealth.markDown(parent)
             enforce(.fail(.parentProtocol, status: 502, message: "the parent proxy \(parent): \(message)"),
                     started ? .cut : .close)
             return

@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import Glibc
 import HTTP1
 import POSIX
@@ -40,8 +40,8 @@ extension ProxyConnection {
         let handshake = ParentHandshake(attempt: attempt, parent: parent, address: address,
                                         request: Self.connectRequest(authority: authority, parent: parent))
         enterParentHandshake(handshake)
-        let seconds = Int(context.configuration.connectTimeout)
-        arm(after: context.configuration.connectTimeout) { [self] in
+        let seconds = Int(generation.configuration.connectTimeout)
+        arm(after: generation.configuration.connectTimeout) { [self] in
             parentAnswered(.fail(.parentTimeout, status: 504,
                                  message: "the parent proxy \(parent) did not answer CONNECT \(authority) in \(seconds) s"))
         }
@@ -143,7 +143,7 @@ extension ProxyConnection {
     /// The parent answered garbage or broke the connection: 502 `parent-protocol`, and it is passed
     /// over for a while.
     private func parentBroke(_ handshake: ParentHandshake, _ problem: String) {
-        context.shared.parentHealth.markDown(handshake.parent)
+        generation.daemon.parentHealth.markDown(handshake.parent)
         parentAnswered(.fail(.parentProtocol, status: 502, message: "the parent proxy \(handshake.parent): \(problem)"))
     }
 

@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import TLSWire
 import POSIX
@@ -12,7 +12,7 @@ extension ProxyConnection {
     /// The inspection of one tunnel. A class: a connection holds it only while its handshake is
     /// watched, and carrying the value inline would make every connection (idle tunnels included)
     /// carry its full size.
-    final class InspectionState {
+    final class InspectionBox {
         var inspection: TLSInspection
 
         init(_ inspection: TLSInspection) {
@@ -22,8 +22,8 @@ extension ProxyConnection {
 
     /// The first client bytes were a TLS record: start watching the handshake.
     func inspectTLS(destination: Destination, requirements: Requirements, pin: PinnedDomain?) {
-        let configuration = context.configuration
-        let watched = InspectionState(TLSInspection(.init(destination: destination, requirements: requirements, pin: pin,
+        let configuration = generation.configuration
+        let watched = InspectionBox(TLSInspection(.init(destination: destination, requirements: requirements, pin: pin,
                                                           sniMismatch: configuration.sniMismatch,
                                                           certificateMode: configuration.certificateMode)))
         enterInspecting(watched)
@@ -79,7 +79,7 @@ extension ProxyConnection {
 
     /// Carries out the inspection's steps in order; an enforced refusal ends the tunnel and the rest
     /// is dropped. Then the cleared bytes are written.
-    private func perform(_ steps: [TLSInspection.Step], _ watched: InspectionState) {
+    private func perform(_ steps: [TLSInspection.Step], _ watched: InspectionBox) {
         for step in steps {
             guard case .inspecting = state else { return }
             switch step {
@@ -88,9 +88,9 @@ extension ProxyConnection {
             case .refuse(let verdict, let alert):
                 noteHandshakeFacts(watched.inspection)
                 if refuseHandshake(verdict, alert: alert, watched.inspection.alertRecordVersion) { return }
-            case .judge(let judgement, let holding):
+            case .judge(let evidence, let holding):
                 noteHandshakeFacts(watched.inspection)
-                awaitJudgement(judgement, holding: holding, watched)
+                awaitJudgement(evidence, holding: holding, watched)
             case .serverAlert(let alert):
                 record.action = .error
                 record.reason = .serverAlert
@@ -154,15 +154,15 @@ extension ProxyConnection {
 
     /// Applies a cached verdict at once; otherwise computes it off the loop. When `holding`, the
     /// server's bytes wait for it; otherwise the tunnel is released now and cut if the verdict fails.
-    private func awaitJudgement(_ judgement: TLSInspection.Judgement, holding: Bool, _ watched: InspectionState) {
+    private func awaitJudgement(_ evidence: TLSInspection.Evidence, holding: Bool, _ watched: InspectionBox) {
         let policy = watched.inspection.policy
         let host = policy.destination.host.description
-        let judge = context.judge
+        let judge = generation.judge
         let key: CertificateVerdictCache.Key
         let compute: @Sendable () -> ServerJudgement
         // A chain is CPU work; a probe is a handshake of our own that waits on the network.
         let pool: BlockingPool
-        switch judgement {
+        switch evidence {
         case .chain(let chain, let scts):
             pool = BlockingPools.certificates
             key = CertificateVerdictCache.Key(host: host, address: nil, requirements: policy.requirements,
@@ -175,7 +175,7 @@ extension ProxyConnection {
             pool = BlockingPools.probes
             key = CertificateVerdictCache.Key(host: serverName ?? host, address: address,
                                               requirements: policy.requirements, pin: policy.pin, chain: [])
-            let timeout = context.configuration.connectTimeout
+            let timeout = generation.configuration.connectTimeout
             let port = policy.destination.port
             let tunnel = probeTunnel
             compute = {
@@ -183,7 +183,7 @@ extension ProxyConnection {
                             requirements: policy.requirements, pin: policy.pin, timeout: timeout)
             }
         }
-        let cache = context.verdicts
+        let cache = generation.verdicts
         if let cached = cache.lookup(key) {
             return applyJudgement(cached)
         }
@@ -237,7 +237,7 @@ extension ProxyConnection {
     // MARK: outcomes
 
     /// Hands the connection to the splice relay with whatever is still held in user space.
-    private func release(_ watched: InspectionState) {
+    private func release(_ watched: InspectionBox) {
         disarm()
         let up = watched.inspection.toOrigin
         let down = watched.inspection.toClient

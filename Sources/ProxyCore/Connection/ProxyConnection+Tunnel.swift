@@ -1,6 +1,6 @@
 import ATSPolicy
 import DecisionLog
-import EventLoop
+import EventLoops
 import Glibc
 import HTTP1
 
@@ -15,9 +15,9 @@ extension ProxyConnection {
         } catch {
             return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
         }
-        let loadContext = context.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        record.decision = engine.decide(destination, context: loadContext)
-        guard context.configuration.connectPorts.contains(destination.port) else {
+        let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
+        record.decision = policy.decide(destination, context: loadContext)
+        guard generation.configuration.connectPorts.contains(destination.port) else {
             return respond(.block(.ats(.portNotAllowed),
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
@@ -25,20 +25,20 @@ extension ProxyConnection {
     }
 
     /// After the 200: the tunnel's first client bytes decide what it is.
-    func openTunnel(_ destination: Destination, context loadContext: LoadContext) {
+    func openTunnel(_ destination: Destination, loadContext: LoadContext) {
         enterAwaitingTunnelBytes(destination, loadContext)
-        arm(after: context.configuration.headTimeout) { [self] in
+        arm(after: generation.configuration.headTimeout) { [self] in
             record.action = .error
             record.reason = .clientTimeout
             record.message = "no bytes from the client after CONNECT"
             finish()
         }
-        if !inbound.isEmpty { inspectTunnel(destination: destination, context: loadContext) }
+        if !inbound.isEmpty { inspectTunnel(destination: destination, loadContext: loadContext) }
     }
 
     /// The first client bytes of a tunnel: a TLS handshake record proceeds; anything else is cleartext
     /// and obeys the cleartext rule (`cleartext-in-tunnel`).
-    func inspectTunnel(destination: Destination, context loadContext: LoadContext) {
+    func inspectTunnel(destination: Destination, loadContext: LoadContext) {
         guard case .awaitingTunnelBytes = state else { return }
         if case .ended = readClient(), inbound.isEmpty {
             // The tunnel was decided and answered 200: it is logged like any other, empty or not
@@ -49,13 +49,13 @@ extension ProxyConnection {
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)
-        if isTLS, context.configuration.tlsInspection, let decision = record.decision {
+        if isTLS, generation.configuration.tlsInspection, let decision = record.decision {
             return inspectTLS(destination: destination, requirements: decision.requirements, pin: decision.pin)
         }
         if !isTLS {
             var cleartext = destination
             cleartext.scheme = .http
-            let decision = engine.decide(cleartext, context: loadContext)
+            let decision = policy.decide(cleartext, context: loadContext)
             record.decision = decision
             if !decision.requirements.cleartextAllowed {
                 let message = "cleartext in a CONNECT tunnel to \(destination.host): "
@@ -108,7 +108,7 @@ extension ProxyConnection {
 
     /// Ends a relay or exchange that has moved no byte for the idle timeout.
     func armIdleTimer() {
-        let idle = context.configuration.idleTimeout
+        let idle = generation.configuration.idleTimeout
         arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
             if monotonic() - lastActivity > idle {
                 record.message = record.message ?? "idle for \(Int(idle)) s"

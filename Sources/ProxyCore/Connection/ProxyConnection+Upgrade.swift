@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import HTTP1
 import TLSClient
 import POSIX
@@ -28,7 +28,7 @@ extension ProxyConnection {
     func upgrade(_ head: RequestHead, destination: Destination, decision: Decision) {
         var secure = destination
         secure.scheme = .https
-        secure.port = context.configuration.upgradePorts[destination.port] ?? destination.port
+        secure.port = generation.configuration.upgradePorts[destination.port] ?? destination.port
         openUpstream(secure, then: .upgrade(head, decision, original: destination))
     }
 
@@ -36,7 +36,7 @@ extension ProxyConnection {
     func startUpgrade(_ head: RequestHead, destination: Destination, secure: Destination, decision: Decision) {
         guard let upstream else { return close() }
         let host = destination.host.description
-        guard let store = context.judge.store else {
+        guard let store = generation.judge.store else {
             return upgradeFailed(reason: "upstream-tls", message: "no trust store could be loaded to check \(host)")
         }
         let tls: TLSConnection
@@ -47,7 +47,7 @@ extension ProxyConnection {
         }
         upstreamTLS = tls
         enterUpgrading(UpgradeState(head: head, destination: destination, secure: secure, decision: decision))
-        arm(after: context.configuration.handshakeTimeout) { [self] in
+        arm(after: generation.configuration.handshakeTimeout) { [self] in
             upgradeFailed(reason: "upstream-timeout", message: "the TLS handshake with \(host):\(secure.port) timed out",
                           status: 504)
         }
@@ -79,7 +79,7 @@ extension ProxyConnection {
                let failure = upgrade.decision.requirements.handshakeRules.evaluate(facts).failure {
                 return upgradeFailed(reason: failure.reason.rawValue, message: failure.message, rule: failure.rule)
             }
-            let verdict = tls.evaluatePeer(host: host, pin: upgrade.decision.pin, transparency: context.judge.transparency)
+            let verdict = tls.evaluatePeer(host: host, pin: upgrade.decision.pin, transparency: generation.judge.transparency)
             let judgement = ServerJudgement(verdict)
             record.certificate = judgement.certificate
             record.toleratedFindings = judgement.tolerated
@@ -97,16 +97,16 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream?.close()
         upstream = nil
-        guard let address = upstreamAddress, let store = context.judge.store else {
+        guard let address = upstreamAddress, let store = generation.judge.store else {
             return upgradeFailed(reason: "upstream-tls", message: "TLS to \(secure.host):\(secure.port) failed: \(problem)")
         }
         let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description],
                                  tunnel: probeTunnel)
         let requirements = upgrade.decision.requirements
-        let timeout = context.configuration.handshakeTimeout
+        let timeout = generation.configuration.handshakeTimeout
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
-        let transparency = context.judge.transparency
+        let transparency = generation.judge.transparency
         BlockingPools.probes.submit {
             let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
                 .probe(target, requirements: requirements)

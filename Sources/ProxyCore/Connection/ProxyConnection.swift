@@ -2,7 +2,7 @@ import ATSPolicy
 import DecisionLog
 import Dispatch
 import DNS
-import EventLoop
+import EventLoops
 import Glibc
 import HTTP1
 import ProxyAccess
@@ -52,7 +52,7 @@ package final class ProxyConnection {
         /// A tunnel is open: its first client bytes tell TLS from cleartext.
         indirect case awaitingTunnelBytes(Destination, LoadContext)
         /// Watching the tunnel's TLS handshake.
-        case inspecting(InspectionState)
+        case inspecting(InspectionBox)
         /// TLS to the origin for `--cleartext upgrade`, before the request goes up.
         case upgrading(UpgradeState)
         /// One forwarded request and its response.
@@ -79,7 +79,7 @@ package final class ProxyConnection {
         case tunnel(Destination, LoadContext)
     }
 
-    let context: ProxyContext
+    let generation: Generation
     let queue: DispatchQueue
     let client: Channel
     let clientAddress: SocketAddress
@@ -120,19 +120,19 @@ package final class ProxyConnection {
     /// The listening port the client reached (`--route port:N`).
     let localPort: Int
     /// The policy (index into the router's apps) of the current request.
-    var app = 0
-    /// The destination ACL of the current request (index into the context's: 0 global, 1+ a route's).
-    var routeACL = 0
+    var appIndex = 0
+    /// The destination ACL of the current request (index into the generation's: 0 global, 1+ a route's).
+    var aclIndex = 0
     /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, context: ProxyContext,
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, generation: Generation,
          loop proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         self.localPort = localPort
         onTLSListener = tls
-        self.context = context
+        self.generation = generation
         self.loop = loop
         self.proxyLoop = proxyLoop
         self.queue = loop.queue
@@ -184,7 +184,7 @@ package final class ProxyConnection {
         client.wantRead(true)
     }
 
-    func enterInspecting(_ inspection: InspectionState) {
+    func enterInspecting(_ inspection: InspectionBox) {
         state = .inspecting(inspection)
         bindHandlers()
         upstream?.wantRead(true)
@@ -246,7 +246,7 @@ package final class ProxyConnection {
             client.onReadable { [client] in client.wantRead(false) }
             client.onWritable { [self] in flushAnswer() }
         case .awaitingTunnelBytes(let destination, let loadContext):
-            client.onReadable { [self] in inspectTunnel(destination: destination, context: loadContext) }
+            client.onReadable { [self] in inspectTunnel(destination: destination, loadContext: loadContext) }
             client.onWritable {}
         case .inspecting:
             client.onReadable { [self] in inspectionReadClient() }
@@ -283,14 +283,14 @@ package final class ProxyConnection {
     /// Starts reading the first request head. Runs on `queue`.
     func start() {
         enterReadingHead()
-        arm(after: context.configuration.headTimeout) { [self] in headTimedOut() }
+        arm(after: generation.configuration.headTimeout) { [self] in headTimedOut() }
     }
 
     /// The first request head (after the TLS handshake, for a TLS listener's client) took longer
     /// than the head timeout.
     func headTimedOut() {
         if case .handshaking = state {
-            let timeout = Int(context.configuration.headTimeout)
+            let timeout = Int(generation.configuration.headTimeout)
             return respond(.answer(status: 408, .clientTimeout,
                                    message: "the TLS handshake with the proxy did not complete in \(timeout) s"), .cut)
         }
@@ -310,7 +310,7 @@ package final class ProxyConnection {
 
     func readHead() {
         guard case .readingHead = state else { return }
-        if proxyLoop.logPaused || context.shared.sink.isPaused { return waitForLog() }
+        if proxyLoop.logPaused || generation.daemon.sink.isPaused { return waitForLog() }
         // A client may send its (last) request and its end together: a complete head is still
         // answered; the end is seen again by whatever reads next.
         let outcome = readClient()
@@ -347,9 +347,9 @@ package final class ProxyConnection {
     func logDrained() {
         guard case .readingHead = state else { return }
         if inbound.isEmpty {
-            arm(after: context.configuration.headTimeout) { [self] in close() }
+            arm(after: generation.configuration.headTimeout) { [self] in close() }
         } else {
-            arm(after: context.configuration.headTimeout) { [self] in
+            arm(after: generation.configuration.headTimeout) { [self] in
                 enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
             }
         }
@@ -387,7 +387,7 @@ package final class ProxyConnection {
         if let document = servedDocument(head) {
             return respond(document, .http(keepAlive: head.keepAlive && !head.hasBody))
         }
-        if let authenticator = context.authenticator {
+        if let authenticator = generation.authenticator {
             return authenticate(head, authenticator)
         }
         dispatch(head)
@@ -396,17 +396,17 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
-        let router = context.router
+        let router = generation.router
         let product = AppRouter.product(ofUserAgent: record.userAgent)
         let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
         record.route = kind
-        routeACL = route.map { $0 + 1 } ?? 0
+        aclIndex = route.map { $0 + 1 } ?? 0
         guard let selected else {
             let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
             return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
                                   + "bundle is named by its \(agent); --unrouted is block"))
         }
-        app = selected
+        appIndex = selected
         record.app = router.apps[selected].id
         record.policy = router.apps[selected].label
         if head.method == "CONNECT" {
@@ -466,7 +466,7 @@ package final class ProxyConnection {
     /// Eyeballs) or through the parent proxies the request's route and `--parent` name (the origin's
     /// name is then the parent's to resolve); a forward may take a pooled connection. Then `next`.
     func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
-        let parents = context.parents.parents(for: destination, route: routeEgress())
+        let parents = generation.parents.parents(for: destination, route: routeEgress())
         let attempt = UpstreamAttempt(destination: destination, next: next, pooled: pooled, parents: parents)
         enterConnecting(attempt)
         upstreamFromPool = false
@@ -483,7 +483,7 @@ package final class ProxyConnection {
 
     /// The way out a route names for this request (`parent=URL`, `direct`); nil when no route does.
     private func routeEgress() -> Egress? {
-        let router = context.router
+        let router = generation.router
         guard router.routes.contains(where: { $0.egress != nil }) else { return nil }
         return router.egress(user: proxyUser, client: clientAddress.ip, port: localPort,
                              product: AppRouter.product(ofUserAgent: record.userAgent))
@@ -492,7 +492,7 @@ package final class ProxyConnection {
     /// Resolves `host` and races its addresses: the origin's, or the current parent's.
     private func connect(_ attempt: UpstreamAttempt, to host: Host, port: Int) {
         let viaParent = attempt.parent
-        let eyeballs = HappyEyeballs(loop: loop, answers: context.resolver.answerCount(for: host)) { [self] outcome in
+        let eyeballs = HappyEyeballs(loop: loop, answers: generation.resolver.answerCount(for: host)) { [self] outcome in
             raced(outcome, attempt)
         }
         attempt.eyeballs = eyeballs
@@ -501,8 +501,8 @@ package final class ProxyConnection {
         attempt.connectTimerArmed = false
         attempt.resolutionStarted = monotonic()
         // The resolver answers by --dns-timeout; the connect timeout starts with the first attempt.
-        arm(after: context.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
-        context.resolver.resolve(host, on: loop) { [self] resolution in
+        arm(after: generation.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
+        generation.resolver.resolve(host, on: loop) { [self] resolution in
             guard case .connecting(let current) = state, current === attempt, attempt.eyeballs === eyeballs else { return }
             if viaParent == nil { note(resolution, attempt) }
             switch resolution.result {
@@ -527,7 +527,7 @@ package final class ProxyConnection {
                 if attempt.pooled, takePooled(candidates, attempt) { return }
                 if !attempt.connectTimerArmed, !candidates.isEmpty {
                     attempt.connectTimerArmed = true
-                    arm(after: context.configuration.connectTimeout) { [self] in upstreamTimedOut(attempt) }
+                    arm(after: generation.configuration.connectTimeout) { [self] in upstreamTimedOut(attempt) }
                 }
                 eyeballs.add(candidates, family: resolution.family)
             }
@@ -610,7 +610,7 @@ package final class ProxyConnection {
     private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
         guard case .connecting(let current) = state, current === attempt else { return }
         attempt.eyeballs?.cancel()
-        let seconds = Int(context.configuration.connectTimeout)
+        let seconds = Int(generation.configuration.connectTimeout)
         if let parent = attempt.parent {
             return parentFailed(attempt, parent, "connecting timed out after \(seconds) s")
         }
@@ -636,7 +636,7 @@ package final class ProxyConnection {
 
     /// A parent that could not be reached is passed over for a while; the next one is tried.
     private func parentFailed(_ attempt: UpstreamAttempt, _ parent: ParentProxy, _ problem: String) {
-        context.shared.parentHealth.markDown(parent)
+        generation.daemon.parentHealth.markDown(parent)
         attempt.parentProblems.append("parent \(parent): \(problem)")
         upstream?.close()
         upstream = nil
@@ -650,11 +650,11 @@ package final class ProxyConnection {
         record.upstreamIP = address.ip
         record.connectedAfter = monotonic() - started
         parent = attempt.parent
-        if let parent = attempt.parent { context.shared.parentHealth.markUp(parent) }
+        if let parent = attempt.parent { generation.daemon.parentHealth.markUp(parent) }
         let destination = attempt.destination
         switch attempt.next {
         case .tunnel(let loadContext):
-            send(context.connectEstablished, then: .tunnel(destination, loadContext))
+            send(generation.connectEstablished, then: .tunnel(destination, loadContext))
         case .forward(let head):
             startExchange(head, destination: destination)
         case .upgrade(let head, let decision, let original):
@@ -677,11 +677,11 @@ package final class ProxyConnection {
             record.reason = reason
             if let message { record.message = message }
             if let rule { record.rule = rule }
-            if context.configuration.mode == .report, !reason.enforcedInReportMode { return true }
+            if generation.configuration.mode == .report, !reason.enforcedInReportMode { return true }
         case .upgrade, .redirect:
             record.action = .upgrade
             // Report mode forwards the request as it came; the record says it would be upgraded.
-            if context.configuration.mode == .report { return true }
+            if generation.configuration.mode == .report { return true }
         case .challenge(let message):
             // Enforced in report mode too: the proxy's access rule, not ATS.
             record.action = .block
@@ -703,7 +703,7 @@ package final class ProxyConnection {
             record.status = verdict.status
             log()
             client.wantRead(false)
-            let proxyStatus = ProxyStatus(verdict, record: record).value(name: context.configuration.proxyName)
+            let proxyStatus = ProxyStatus(verdict, record: record).value(name: generation.configuration.proxyName)
             send(ProxyResponse.render(verdict, decisionMessage: record.decision?.message, keepAlive: keepAlive,
                                       proxyStatus: proxyStatus),
                  then: keepAlive ? .nextRequest : .close)
@@ -747,7 +747,7 @@ package final class ProxyConnection {
         switch next {
         case .close: close()
         case .nextRequest: nextRequest()
-        case .tunnel(let destination, let loadContext): openTunnel(destination, context: loadContext)
+        case .tunnel(let destination, let loadContext): openTunnel(destination, loadContext: loadContext)
         }
     }
 
@@ -755,7 +755,7 @@ package final class ProxyConnection {
     func nextRequest() {
         if proxyLoop.draining { return close() }
         enterReadingHead()
-        arm(after: context.configuration.headTimeout) { [self] in close() }
+        arm(after: generation.configuration.headTimeout) { [self] in close() }
         if !inbound.isEmpty { readHead() }
     }
 
@@ -763,17 +763,17 @@ package final class ProxyConnection {
         record.durationMilliseconds = (monotonic() - started) * 1000
         record.clientTLS = onTLSListener
         // Per record, not per connection: a login on a kept-alive connection can change the device.
-        let devices = context.configuration.devices
+        let devices = generation.configuration.devices
         if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
-        record.enforced = context.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
+        record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         if record.message == nil, let decision = record.decision {
-            record.message = proxyLoop.decisionMessages.message(for: decision, generation: context.generation, app: app)
+            record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
         }
         proxyLoop.metrics.count(record)
-        context.shared.observer?.observe(record, policy: context.log.policy)
-        context.shared.decisions.add(1, ordering: .relaxed)
-        context.log.write(record, into: &proxyLoop.logBatch)
+        generation.daemon.observer?.observe(record, policy: generation.log.policy)
+        generation.daemon.decisions.add(1, ordering: .relaxed)
+        generation.log.write(record, into: &proxyLoop.logBatch)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
@@ -814,7 +814,7 @@ package final class ProxyConnection {
         upstream = nil
         proxyLoop.connections[ObjectIdentifier(self)] = nil
         proxyLoop.load.subtract(1, ordering: .relaxed)
-        context.connectionClosed()
+        generation.connectionClosed()
     }
 
     /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
@@ -867,11 +867,11 @@ package final class ProxyConnection {
     var clientHasUnsent: Bool { clientTLS?.hasUnsent == true }
 
     /// The policy of the current request.
-    var engine: DecisionEngine { context.router.apps[app].engine }
+    var policy: DecisionEngine { generation.router.apps[appIndex].engine }
 
     func isSelf(_ destination: Destination) -> Bool {
         guard case .address(let ip) = destination.host else { return false }
-        let configuration = context.configuration
+        let configuration = generation.configuration
         return configuration.listen.contains { $0.port == destination.port && ($0.ip == ip) }
             || configuration.listenTLS.contains { $0.port == destination.port && ($0.ip == ip) }
     }

@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 
 /// The proxy's blocking work, each kind on a bounded pool of its own, so that no kind of slow work can
 /// delay another: a slow origin's probes never hold up a certificate verdict, and a burst of

@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Synchronization
 import TLSWire
 import POSIX
@@ -37,12 +37,12 @@ package final class CertificateVerdictCache: Sendable {
 
     /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
     /// trust store or the pins may have changed).
-    private let shared: ServerShared
+    private let daemon: DaemonState
 
-    init(capacity: Int, timeToLive: Double, shared: ServerShared) {
+    init(capacity: Int, timeToLive: Double, daemon: DaemonState) {
         self.capacity = capacity
         self.timeToLive = timeToLive
-        self.shared = shared
+        self.daemon = daemon
     }
 
     /// The fresh verdict for `key`, counted as a hit; nil (not counted) when there is none.
@@ -52,7 +52,7 @@ package final class CertificateVerdictCache: Sendable {
             guard let entry = state.entries[key], entry.expires > time else { return nil }
             return entry.judgement
         }
-        if found != nil { shared.verdictHits.add(1, ordering: .relaxed) }
+        if found != nil { daemon.verdictHits.add(1, ordering: .relaxed) }
         return found
     }
 
@@ -61,7 +61,7 @@ package final class CertificateVerdictCache: Sendable {
     func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
                  completion: @escaping (ServerJudgement) -> Void) {
         nonisolated(unsafe) let completion = completion
-        shared.verdictMisses.add(1, ordering: .relaxed)
+        daemon.verdictMisses.add(1, ordering: .relaxed)
         let first = state.withLock { state -> Bool in
             let isFirst = state.waiting[key] == nil
             state.waiting[key, default: []].append((loop, completion))

@@ -21,8 +21,8 @@ package struct TLSInspection {
         var certificateMode: CertificateMode
     }
 
-    /// How the certificate is to be judged.
-    enum Judgement: Equatable {
+    /// The evidence the certificate is judged on.
+    enum Evidence: Equatable {
         /// TLS 1.2 and below: the chain the server sent, in the clear, and the SCTs its ServerHello carried.
         case chain([[UInt8]], scts: [[UInt8]])
         /// TLS 1.3 (the certificate is encrypted) or a resumption: a probe of the same address with
@@ -38,7 +38,7 @@ package struct TLSInspection {
         /// End the handshake: the verdict for the record, the alert for the client.
         case refuse(Verdict, AlertDescription)
         /// Ask for the certificate verdict; `holding` means the server's bytes wait for it.
-        case judge(Judgement, holding: Bool)
+        case judge(Evidence, holding: Bool)
         /// The origin refused the handshake with a fatal alert; the client hears it (released).
         case serverAlert(TLSAlert)
         /// The handshake is accepted (or no longer watched): hand the tunnel to the relay, after
@@ -252,11 +252,11 @@ package struct TLSInspection {
 
     /// Asks for the verdict. Nothing can block a host without certificate checks or pins (R15): its
     /// findings are only logged, so its handshake never waits for them; nor does it in parallel mode.
-    private mutating func judge(_ judgement: Judgement) -> [Step] {
+    private mutating func judge(_ evidence: Evidence) -> [Step] {
         let canBlock = policy.requirements.certificateChecks || policy.pin != nil
         let holding = policy.certificateMode != .parallel && canBlock
         waitingForJudgement = holding
-        return [.judge(judgement, holding: holding)]
+        return [.judge(evidence, holding: holding)]
     }
 
     // MARK: verdicts

@@ -1,5 +1,5 @@
 import DecisionLog
-import EventLoop
+import EventLoops
 import Synchronization
 
 /// What the proxy keeps per event loop, beside the loop itself: touched only on `loop.queue`, so

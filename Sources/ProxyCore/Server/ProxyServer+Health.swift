@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import ProxyAccess
 import Synchronization
@@ -27,13 +27,13 @@ extension ProxyServer {
     /// Whether new connections are served now, and if not, why.
     public var readiness: (ready: Bool, detail: String) {
         if stopping.load(ordering: .relaxed) { return (false, "stopping") }
-        if shared.sink.isPaused, let log = logTrouble { return (false, "paused: \(log)") }
+        if daemon.sink.isPaused, let log = logTrouble { return (false, "paused: \(log)") }
         return (true, "ready")
     }
 
     /// What is wrong with the decision log, if anything: paused, failing, or records lost.
     private var logTrouble: String? {
-        let log = shared.sink.state
+        let log = daemon.sink.state
         let lost = log.droppedTotal > 0 ? "\(log.droppedTotal) records dropped since the start" : nil
         if log.paused {
             let why = log.failure ?? "its reader is not keeping up"
@@ -43,10 +43,10 @@ extension ProxyServer {
         return lost.map { "decision log: \($0) (\(log.cause))" }
     }
 
-    public var openConnections: Int { shared.open.load(ordering: .relaxed) }
+    public var openConnections: Int { daemon.open.load(ordering: .relaxed) }
 
     /// Decision records written since the start.
-    public var decisionCount: Int { shared.decisions.load(ordering: .relaxed) }
+    public var decisionCount: Int { daemon.decisions.load(ordering: .relaxed) }
 
     /// Sums every loop's counters (each read on its own queue) and hands the sum over on `queue`.
     package func collectMetrics(on queue: DispatchQueue, completion: @escaping (LoopMetrics) -> Void) {
@@ -75,12 +75,12 @@ extension ProxyServer {
             reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
             reloadsFailed: reloadsFailed.load(ordering: .relaxed),
             lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
-            probeCache: ["hit": shared.verdictHits.load(ordering: .relaxed),
-                         "miss": shared.verdictMisses.load(ordering: .relaxed)],
-            version: ProxyServer.version, log: shared.sink.state)
-        gauges.resolver = shared.dns.gauges
+            probeCache: ["hit": daemon.verdictHits.load(ordering: .relaxed),
+                         "miss": daemon.verdictMisses.load(ordering: .relaxed)],
+            version: ProxyServer.version, log: daemon.sink.state)
+        gauges.resolver = daemon.dns.gauges
         let configuration = current.withLock { $0.configuration }
-        gauges.parents = configuration.namedParents.map { ($0.description, !shared.parentHealth.isDown($0)) }
+        gauges.parents = configuration.namedParents.map { ($0.description, !daemon.parentHealth.isDown($0)) }
         gauges.blockingQueues = BlockingPools.backlogs
         return gauges
     }

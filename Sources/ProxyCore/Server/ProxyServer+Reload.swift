@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import ProxyAccess
 import Synchronization
@@ -45,8 +45,8 @@ extension ProxyServer {
         configuration.logOverflow = old.logOverflow
         configuration.logBufferBytes = old.logBufferBytes
         configuration.loopCount = old.loopCount
-        current.withLock { context in
-            context = ProxyContext(configuration: configuration, shared: shared, generation: context.generation + 1)
+        current.withLock { generation in
+            generation = Generation(configuration: configuration, daemon: daemon, number: generation.number + 1)
         }
         reloadsSucceeded.add(1, ordering: .relaxed)
         lastReload.withLock { $0 = wallClock() }
@@ -59,13 +59,13 @@ extension ProxyServer {
     }
 
     /// The generation new connections get: 1 at start, one more per successful reload.
-    public var generation: Int { current.withLock { $0.generation } }
+    public var generation: Int { current.withLock { $0.number } }
 
     /// The admin window's credentials (--admin-auth) of the current generation; nil when it is open.
     package var adminAuthenticator: ProxyAuthenticator? { current.withLock { $0.adminAuthenticator } }
 
     /// Failed logins per client address, shared by the proxy and the admin window.
-    package var loginThrottle: LoginThrottle { shared.loginThrottle }
+    package var loginThrottle: LoginThrottle { daemon.loginThrottle }
 
     /// Whether new connections' blocks are enforced or only recorded (the live page's "would block").
     package var mode: ProxyMode { current.withLock { $0.configuration.mode } }

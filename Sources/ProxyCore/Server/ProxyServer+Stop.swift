@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import ProxyAccess
 import Synchronization
@@ -44,7 +44,7 @@ extension ProxyServer {
     }
 
     private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
-        if shared.open.load(ordering: .relaxed) == 0 {
+        if daemon.open.load(ordering: .relaxed) == 0 {
             return completion(0)
         }
         if monotonic() < deadline {

@@ -1,7 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import EventLoop
+import EventLoops
 import Glibc
 import ProxyAccess
 import Synchronization
@@ -11,9 +11,9 @@ import Synchronization
 /// socket in its own poller and accepts for itself, so a new connection is handled where it was
 /// accepted, with no hand-off.
 public final class ProxyServer: @unchecked Sendable {
-    /// The configuration generation new connections get (see ProxyContext).
-    let current: Mutex<ProxyContext>
-    let shared: ServerShared
+    /// The configuration generation new connections get (see Generation).
+    let current: Mutex<Generation>
+    let daemon: DaemonState
     let loops: [ProxyLoop]
     /// How many event loops run, and why that many (the start-up line says both).
     public let loopAllowance: CPUAllowance
@@ -68,8 +68,8 @@ public final class ProxyServer: @unchecked Sendable {
         addresses = bound.map(\.address)
         secure = bound.map(\.tls)
         let owner = WeakBox<ProxyServer>()
-        shared = ServerShared(sink: sink, observer: observer) { owner.value?.connectionClosed() }
-        current = Mutex(ProxyContext(configuration: configuration, shared: shared, generation: 1))
+        daemon = DaemonState(sink: sink, observer: observer) { owner.value?.connectionClosed() }
+        current = Mutex(Generation(configuration: configuration, daemon: daemon, number: 1))
         lastReload.withLock { $0 = wallClock() }
         owner.value = self
     }
@@ -99,8 +99,8 @@ public final class ProxyServer: @unchecked Sendable {
                 }
                 // Records go to the log's writer at least on every clock tick; the tick also proves
                 // the loop alive.
-                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [shared] in
-                    proxyLoop.handOverLog(to: shared.sink)
+                loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [daemon] in
+                    proxyLoop.handOverLog(to: daemon.sink)
                     loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
                 }
             }
@@ -116,32 +116,32 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// The daemon is stopping: the log's last record says how many records were lost, if any were.
     func flushLog(until deadline: Double) -> Int {
-        for proxyLoop in loops { proxyLoop.loop.queue.sync { shared.sink.offer(&proxyLoop.logBatch, force: true) } }
-        return shared.sink.drain(within: deadline - monotonic(), closing: true)
+        for proxyLoop in loops { proxyLoop.loop.queue.sync { daemon.sink.offer(&proxyLoop.logBatch, force: true) } }
+        return daemon.sink.drain(within: deadline - monotonic(), closing: true)
     }
 
     /// The decision log's buffer and losses.
-    public var logState: LogState { shared.sink.state }
+    public var logState: LogState { daemon.sink.state }
 
     /// Opens the log file again (SIGUSR1, after logrotate moved it).
     public func reopenLog() {
-        shared.sink.reopen()
+        daemon.sink.reopen()
     }
 
     // MARK: accepting
 
     private func accept(on listenFD: Int32, tls: Bool, _ proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
-        let context = current.withLock { $0 }
+        let generation = current.withLock { $0 }
         let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
         // The log is full (--log-overflow pause): accept nothing until it drains.
-        if shared.sink.isPaused {
+        if daemon.sink.isPaused {
             proxyLoop.logPaused = true
             return proxyLoop.updateListening()
         }
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
-            if shared.open.load(ordering: .relaxed) >= context.configuration.maximumConnections {
+            if daemon.open.load(ordering: .relaxed) >= generation.configuration.maximumConnections {
                 return pause(proxyLoop)
             }
             let accepted: (fd: Int32, peer: SocketAddress?)
@@ -165,14 +165,14 @@ public final class ProxyServer: @unchecked Sendable {
                 SystemCall.close(fd)
                 continue
             }
-            shared.open.add(1, ordering: .relaxed)
+            daemon.open.add(1, ordering: .relaxed)
             let target = leastLoaded(than: proxyLoop)
             target.load.add(1, ordering: .relaxed)
             if target === proxyLoop {
-                begin(fd: fd, client: client, localPort: localPort, tls: tls, context: context, on: proxyLoop)
+                begin(fd: fd, client: client, localPort: localPort, tls: tls, generation: generation, on: proxyLoop)
             } else {
                 target.loop.execute { [self] in
-                    begin(fd: fd, client: client, localPort: localPort, tls: tls, context: context, on: target)
+                    begin(fd: fd, client: client, localPort: localPort, tls: tls, generation: generation, on: target)
                 }
             }
         }
@@ -200,12 +200,12 @@ public final class ProxyServer: @unchecked Sendable {
     static let balanceSlack = 4
 
     /// Starts a connection on the loop that will own it (on that loop's queue).
-    private func begin(fd: Int32, client: SocketAddress, localPort: Int, tls: Bool, context: ProxyContext,
+    private func begin(fd: Int32, client: SocketAddress, localPort: Int, tls: Bool, generation: Generation,
                        on proxyLoop: ProxyLoop) {
         proxyLoop.metrics.connectionsAccepted += 1
         let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: tls,
-                                         context: context, loop: proxyLoop)
-        if context.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
+                                         generation: generation, loop: proxyLoop)
+        if generation.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
             if tls { connection.startTLS() } else { connection.start() }
         } else {
             connection.refuseClient()
@@ -228,13 +228,13 @@ public final class ProxyServer: @unchecked Sendable {
     /// Below the cap again: every paused loop resumes accepting.
     private func connectionClosed() {
         let cap = current.withLock { $0.configuration.maximumConnections }
-        guard anyPaused.load(ordering: .relaxed), shared.open.load(ordering: .relaxed) < cap else { return }
+        guard anyPaused.load(ordering: .relaxed), daemon.open.load(ordering: .relaxed) < cap else { return }
         anyPaused.store(false, ordering: .relaxed)
         for proxyLoop in loops { proxyLoop.loop.execute { [self] in resume(proxyLoop) } }
     }
 }
 
-/// Lets the context reach the server without keeping it alive.
+/// Lets each generation reach the server without keeping it alive.
 private final class WeakBox<Value: AnyObject>: @unchecked Sendable {
     weak var value: Value?
 }

@@ -1,5 +1,5 @@
 import DNS
-import EventLoop
+import EventLoops
 import POSIX
 
 /// Happy Eyeballs version 2 (RFC 8305) for one upstream connection: the addresses of each family are

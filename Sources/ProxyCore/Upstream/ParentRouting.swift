@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import ProxyAccess
 import Synchronization
 

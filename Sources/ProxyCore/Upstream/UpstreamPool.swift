@@ -1,4 +1,4 @@
-import EventLoop
+import EventLoops
 import POSIX
 /// Idle keep-alive connections to origins (and to parent proxies, kept apart: a parent's address
 /// may also be an origin's), one pool per event-loop queue (so no locks), keyed by the address

@@ -1,16 +1,16 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 
 /// One configuration generation's view of names: IP literals and pinned names (`--resolve NAME=IP`)
-/// answer at once; every other name goes to the daemon's one `DNSResolver` (its cache outlives
+/// answer at once; every other name goes to the daemon's one `CachingResolver` (its cache outlives
 /// reloads), AAAA and A asked in parallel.
-package final class Resolver: Sendable {
+package final class PinnedResolver: Sendable {
     private let pinned: [String: [IPAddress]]
-    private let engine: DNSResolver
+    private let dnsResolver: CachingResolver
 
-    package init(pinned: [String: [IPAddress]], engine: DNSResolver) {
+    package init(pinned: [String: [IPAddress]], dnsResolver: CachingResolver) {
         self.pinned = pinned
-        self.engine = engine
+        self.dnsResolver = dnsResolver
     }
 
     /// Calls `handler` on `loop`: once for a literal or a pinned name (family nil, every address),
@@ -24,7 +24,7 @@ package final class Resolver: Sendable {
                 return handler(Resolution(family: nil, result: .success(addresses), source: .pinned))
             }
             for family in AddressFamily.allCases {
-                engine.resolve(name, family, on: loop, handler)
+                dnsResolver.resolve(name, family, on: loop, handler)
             }
         }
     }

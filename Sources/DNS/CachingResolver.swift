@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import POSIX
 import Synchronization
 
@@ -10,7 +10,7 @@ import Synchronization
 ///
 /// A cached answer is read on the asking connection's own loop under a lock, with no hand-off; only a
 /// lookup goes through this loop. Everything below "loop-confined" is touched on `loop.queue` only.
-package final class DNSResolver: @unchecked Sendable {
+package final class CachingResolver: @unchecked Sendable {
     /// The resolver's own loop. (Not one of the proxy's: a burst of answers is handled beside the
     /// connections, and the proxy's loop count stays the proxy's business.)
     package let loop = EventLoop(label: "atsgate.dns")

@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import EventLoop
+@testable import EventLoops
 
 /// Blocking work runs on a fixed number of threads, in order of submission, and all of it runs.
 @Suite struct BlockingPoolTests {

@@ -1,5 +1,5 @@
 import ATSPolicy
-import EventLoop
+import EventLoops
 import Foundation
 import POSIX
 import Synchronization
@@ -10,25 +10,25 @@ import TestSupport
 /// The resolver against the tests' own DNS server (c-ares pointed at it, the system's resolver
 /// untouched): one lookup per name however many wait, no thread per lookup, the cache's lifetimes,
 /// stale answers when the server fails, and the deadline.
-@Suite(.serialized) struct DNSResolverTests {
+@Suite(.serialized) struct CachingResolverTests {
     /// The loop the lookups are asked from. Loops and resolvers live as long as the process, as the
     /// daemon's do (an event loop's clock and poller are never torn down).
     nonisolated(unsafe) static let waiterLoop = EventLoop(label: "dns-tests")
-    static let resolvers = Mutex<[DNSResolver]>([])
+    static let resolvers = Mutex<[CachingResolver]>([])
 
     /// A resolver on the tests' server, with the settings the test changes.
-    func resolver(_ server: DNSTestServer, _ change: (inout ResolverSettings) -> Void = { _ in }) -> DNSResolver {
+    func resolver(_ server: DNSTestServer, _ change: (inout ResolverSettings) -> Void = { _ in }) -> CachingResolver {
         var settings = ResolverSettings()
         settings.servers = [SocketAddress(parsing: server.address)!]
         change(&settings)
-        let resolver = DNSResolver()
+        let resolver = CachingResolver()
         resolver.configure(settings)
         Self.resolvers.withLock { $0.append(resolver) }
         return resolver
     }
 
     /// Resolves one family of `name` from a loop of the test's and waits (bounded) for the answer.
-    func resolve(_ resolver: DNSResolver, _ name: String, _ family: AddressFamily = .v4, on loop: EventLoop)
+    func resolve(_ resolver: CachingResolver, _ name: String, _ family: AddressFamily = .v4, on loop: EventLoop)
         -> Resolution? {
         let answer = Mutex<Resolution?>(nil)
         let done = DispatchSemaphore(value: 0)

@@ -8,17 +8,17 @@ import Synchronization
 /// One configuration generation: what every connection accepted under it shares. A reload makes a
 /// new generation; connections keep the one they were accepted under to the end, so an open tunnel
 /// is never re-judged halfway.
-package final class ProxyContext: Sendable {
+package final class Generation: Sendable {
     let configuration: ProxyConfiguration
     let log: RecordFormatter
-    let resolver: Resolver
-    let shared: ServerShared
+    let resolver: PinnedResolver
+    let daemon: DaemonState
     /// Judges servers' certificates (TLSClient) against this generation's trust store.
     let judge: ServerJudge
     /// Verdicts under this generation's trust store and pins.
     let verdicts: CertificateVerdictCache
     /// 1 for the configuration the daemon started with, then one more per successful reload.
-    let generation: Int
+    let number: Int
     /// Which app's policy each request gets.
     let router: AppRouter
     /// Checks Proxy-Authorization (--auth-file); nil when the proxy is open.
@@ -33,32 +33,32 @@ package final class ProxyContext: Sendable {
     /// The CONNECT 200, with this generation's Proxy-Status name.
     let connectEstablished: [UInt8]
 
-    init(configuration: ProxyConfiguration, shared: ServerShared, generation: Int) {
+    init(configuration: ProxyConfiguration, daemon: DaemonState, number: Int) {
         self.configuration = configuration
-        self.shared = shared
-        self.generation = generation
+        self.daemon = daemon
+        self.number = number
         let apps = configuration.apps.isEmpty
             ? [AppPolicy(id: configuration.policyLabel, engine: configuration.engine, label: configuration.policyLabel)]
             : configuration.apps
         router = AppRouter(apps: apps, routes: configuration.routes, unrouted: configuration.unrouted)
         authenticator = configuration.passwords.map(ProxyAuthenticator.init(file:))
         adminAuthenticator = configuration.adminPasswords.map(ProxyAuthenticator.init(file:))
-        let own = ProxyContext.ownAddresses(configuration)
+        let own = Generation.ownAddresses(configuration)
         destinationACLs = [DestinationACL(rules: configuration.destinations, ownAddresses: own)]
             + configuration.routes.map { route in
                 DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
             }
-        log = RecordFormatter(format: configuration.logFormat, policy: configuration.policyLabel, sink: shared.sink)
-        resolver = Resolver(pinned: configuration.resolve, engine: shared.dns)
-        shared.dns.configure(configuration.dns)
-        shared.parentHealth.setRetry(seconds: configuration.parentRetry)
+        log = RecordFormatter(format: configuration.logFormat, policy: configuration.policyLabel, sink: daemon.sink)
+        resolver = PinnedResolver(pinned: configuration.resolve, dnsResolver: daemon.dns)
+        daemon.dns.configure(configuration.dns)
+        daemon.parentHealth.setRetry(seconds: configuration.parentRetry)
         parents = ParentRouting(parents: configuration.parents, bypass: configuration.parentBypass,
-                                health: shared.parentHealth)
+                                health: daemon.parentHealth)
         connectEstablished = ProxyResponse.connectEstablished(
             proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
         judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
-                                           timeToLive: configuration.verdictTimeToLive, shared: shared)
+                                           timeToLive: configuration.verdictTimeToLive, daemon: daemon)
     }
 
     /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy,
@@ -84,13 +84,13 @@ package final class ProxyContext: Sendable {
     }
 
     func connectionClosed() {
-        shared.open.subtract(1, ordering: .relaxed)
-        shared.onConnectionClosed()
+        daemon.open.subtract(1, ordering: .relaxed)
+        daemon.onConnectionClosed()
     }
 }
 
 /// What outlives reloads: the connection count, the log's output, and the server's callback.
-package final class ServerShared: Sendable {
+package final class DaemonState: Sendable {
     /// Connections open now (for --max-connections and draining).
     let open = Atomic<Int>(0)
     /// Decision records written since the start (for the service status line).
@@ -102,7 +102,7 @@ package final class ServerShared: Sendable {
     /// hand a guesser a fresh allowance.
     let loginThrottle = LoginThrottle()
     /// The resolver: its cache outlives reloads, each generation configures it.
-    let dns = DNSResolver()
+    let dns = CachingResolver()
     /// Parents that failed lately, passed over for a while.
     let parentHealth = ParentHealth()
     let sink: LogSink

@@ -1,6 +1,6 @@
 import DNS
 
-extension DNSResolver {
+extension CachingResolver {
     /// The resolver's counters as /metrics shows them (cumulative histogram buckets).
     var gauges: ResolverGauges {
         let snapshot = self.snapshot
