@@ -361,7 +361,7 @@ struct RunCommand: ParsableCommand {
             configuration.pacFile = text
         }
         if !listen.isEmpty {
-            configuration.listen = try listen.map { text in
+            configuration.listeners.proxy = try listen.map { text in
                 guard let address = SocketAddress(parsing: text) else {
                     throw CommandFailure(message: "--listen \(text): expected IP:PORT, e.g. 127.0.0.1:3128 or [::1]:3128")
                 }
@@ -374,7 +374,7 @@ struct RunCommand: ParsableCommand {
             guard let address = SocketAddress(parsing: text) else {
                 throw CommandFailure(message: "--admin \(admin): expected IP:PORT or PORT, e.g. 127.0.0.1:9090")
             }
-            configuration.admin = address
+            configuration.listeners.admin = address
         }
         configuration.mode = mode
         configuration.proxyName = try proxyStatusName()
@@ -383,43 +383,43 @@ struct RunCommand: ParsableCommand {
         if !connectPort.isEmpty { configuration.connectPorts = Set(connectPort) }
         if !allowClient.isEmpty { configuration.allowClients = allowClient }
         // Records bound for a file are lines, whatever stderr is connected to.
-        configuration.logFormat = logFormat ?? (Journal.isConnected && logFile == nil ? .journal : .json)
-        configuration.logFile = logFile
-        configuration.logOverflow = logOverflow
-        if let logBuffer { configuration.logBufferBytes = logBuffer.bytes }
+        configuration.log.format = logFormat ?? (Journal.isConnected && logFile == nil ? .journal : .json)
+        configuration.log.file = logFile
+        configuration.log.overflow = logOverflow
+        if let logBuffer { configuration.log.bufferBytes = logBuffer.bytes }
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
-        configuration.maximumConnections = maxConnections
-        configuration.loopCount = loops ?? 0
-        configuration.headTimeout = headTimeout
-        configuration.connectTimeout = connectTimeout
-        configuration.idleTimeout = idleTimeout
+        configuration.listeners.maximumConnections = maxConnections
+        configuration.listeners.loopCount = loops ?? 0
+        configuration.timeouts.head = headTimeout
+        configuration.timeouts.connect = connectTimeout
+        configuration.timeouts.idle = idleTimeout
         configuration.dns.timeout = dnsTimeout
         configuration.dns.minimumTTL = dnsMinTtl
         configuration.dns.maximumTTL = dnsMaxTtl
         configuration.dns.negativeTTL = dnsNegativeTtl
         configuration.dns.staleLimit = dnsStale
         configuration.dns.servers = try dnsServers()
-        configuration.parents = try parent.map { try Self.parentProxy($0, flag: "--parent") }
-        configuration.parentBypass = try parentBypasses()
-        configuration.tlsInspection = tlsInspection == .on
-        configuration.certificateMode = certificateCheck
-        configuration.sniMismatch = sniMismatch
-        configuration.verdictTimeToLive = verdictTtl
-        configuration.handshakeTimeout = handshakeTimeout
+        configuration.parents.proxies = try parent.map { try Self.parentProxy($0, flag: "--parent") }
+        configuration.parents.bypass = try parentBypasses()
+        configuration.inspection.enabled = tlsInspection == .on
+        configuration.inspection.certificateMode = certificateCheck
+        configuration.inspection.sniMismatch = sniMismatch
+        configuration.inspection.verdictTimeToLive = verdictTtl
+        configuration.timeouts.handshake = handshakeTimeout
         configuration.upgradePorts = [80: 443].merging(try Self.portMap(upgradePort)) { $1 }
         do {
-            configuration.trustStore = try TrustStore(caFiles: caFile)
+            configuration.inspection.trustStore = try TrustStore(caFiles: caFile)
         } catch {
             throw CommandFailure(message: "--ca-file: \(error.description)")
         }
         if let ctLogList {
             do {
-                configuration.transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
+                configuration.inspection.transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
             } catch {
                 throw CommandFailure(message: "--ct-log-list: \(error.description)")
             }
         } else if certificateTransparency == .on {
-            configuration.transparency = TransparencyCheck()
+            configuration.inspection.transparency = TransparencyCheck()
         }
         return configuration
     }
@@ -438,14 +438,14 @@ struct RunCommand: ParsableCommand {
     /// start and on every reload, so a wrong or missing file names itself before anything listens, and
     /// a reload with one keeps the running pair.
     private func configureTLSListeners(_ configuration: inout ProxyConfiguration) throws {
-        configuration.listenTLS = try listenTLS.map { text in
+        configuration.listeners.tls = try listenTLS.map { text in
             guard let address = SocketAddress(parsing: text) else {
                 throw CommandFailure(message: "--listen-tls \(text): expected IP:PORT, e.g. 0.0.0.0:3129 or [::]:3129")
             }
             return address
         }
         // TLS listeners alone: the default plain listener is only for a daemon told nothing.
-        if !listenTLS.isEmpty, listen.isEmpty { configuration.listen = [] }
+        if !listenTLS.isEmpty, listen.isEmpty { configuration.listeners.proxy = [] }
         switch (listenCert, listenKey) {
         case (nil, nil):
             guard listenTLS.isEmpty else {
@@ -453,7 +453,7 @@ struct RunCommand: ParsableCommand {
             }
         case (let certificate?, let key?):
             do {
-                configuration.listenerTLS = try TLSServerContext(certificateFile: certificate, keyFile: key)
+                configuration.listeners.tlsIdentity = try TLSServerContext(certificateFile: certificate, keyFile: key)
             } catch {
                 throw CommandFailure(message: "\(error.part == .certificate ? "--listen-cert" : "--listen-key") \(error)")
             }
@@ -484,21 +484,21 @@ struct RunCommand: ParsableCommand {
         let admin: AdminServer?
         let inherited = try ServiceManager.inheritedListeners()
         // The admin socket systemd bound is one of the proxy's own addresses (the destination ACL).
-        if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.admin = address }
-        if !inherited.proxyTLS.isEmpty, configuration.listenerTLS == nil {
+        if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.listeners.admin = address }
+        if !inherited.proxyTLS.isEmpty, configuration.listeners.tlsIdentity == nil {
             throw CommandFailure(message: "socket activation passed a socket named proxy-tls: "
                                  + "--listen-cert FILE and --listen-key FILE are needed for it")
         }
         // The live page's feed is the admin window's: without one, no record pays for it.
         let feed = LiveFeed()
-        let hasAdmin = !inherited.admin.isEmpty || configuration.admin != nil
+        let hasAdmin = !inherited.admin.isEmpty || configuration.listeners.admin != nil
         let sink = try DecisionLogOutput.sink(for: configuration)
         do {
             server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
                                      inheritedTLS: inherited.proxyTLS, observer: hasAdmin ? feed : nil)
             if let fd = inherited.admin.first {
                 admin = try AdminServer(inherited: fd, server: server, feed: feed)
-            } else if let address = configuration.admin {
+            } else if let address = configuration.listeners.admin {
                 admin = try AdminServer(listeningOn: address, server: server, feed: feed)
             } else {
                 admin = nil
@@ -513,7 +513,7 @@ struct RunCommand: ParsableCommand {
         admin?.start()
         var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
             .joined(separator: ", ")
-        if let identity = configuration.listenerTLS, !server.boundTLSAddresses.isEmpty {
+        if let identity = configuration.listeners.tlsIdentity, !server.boundTLSAddresses.isEmpty {
             where_ += " with the certificate of \(ServiceLifecycle.describe(identity))"
         }
         if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }

@@ -101,7 +101,7 @@ final class ServiceLifecycle: @unchecked Sendable {
                     ServiceManager.say("reloaded: new connections use configuration \(server.generation) "
                         + "(policy \(configuration.policyLabel))")
                     for warning in warnings { ServiceManager.say("reload: \(warning)") }
-                    if let identity = configuration.listenerTLS {
+                    if let identity = configuration.listeners.tlsIdentity {
                         ServiceManager.say("reload: new TLS connections get the certificate of \(ServiceLifecycle.describe(identity))")
                     }
                     ServiceManager.ready(status: status())

@@ -64,10 +64,10 @@ enum Journal {
 /// each behind the log's bounded buffer and its own writer thread (LogSink).
 enum DecisionLogOutput {
     static func sink(for configuration: ProxyConfiguration) throws -> LogSink {
-        let format = configuration.logFormat
-        let overflow = configuration.logOverflow
-        let capacity = configuration.logBufferBytes
-        if let path = configuration.logFile {
+        let format = configuration.log.format
+        let overflow = configuration.log.overflow
+        let capacity = configuration.log.bufferBytes
+        if let path = configuration.log.file {
             do {
                 return try LogSink(file: path, format: format, overflow: overflow, capacity: capacity)
             } catch {

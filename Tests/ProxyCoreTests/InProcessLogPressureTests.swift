@@ -11,9 +11,9 @@ import TestSupport
 @Suite(.serialized) struct InProcessLogPressureTests {
     private func start(_ log: MemoryLog, overflow: LogOverflow, connectPort: Int? = nil) throws -> (ProxyServer, Int) {
         var configuration = ProxyConfiguration()
-        configuration.listen = [SocketAddress(ip: .v4(0x7F00_0001), port: 0)]
-        configuration.logFormat = .journal
-        configuration.loopCount = 1
+        configuration.listeners.proxy = [SocketAddress(ip: .v4(0x7F00_0001), port: 0)]
+        configuration.log.format = .journal
+        configuration.listeners.loopCount = 1
         if let connectPort { configuration.connectPorts = [connectPort] }
         let server = try ProxyServer(configuration: configuration, sink: log.sink(overflow: overflow, capacity: 8192))
         server.start()

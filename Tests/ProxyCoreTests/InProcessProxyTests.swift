@@ -11,9 +11,9 @@ import TestSupport
 @Suite(.serialized) struct InProcessProxyTests {
     private func start(_ configure: (inout ProxyConfiguration) -> Void = { _ in }) throws -> (ProxyServer, MemoryLog, Int) {
         var configuration = ProxyConfiguration()
-        configuration.listen = [SocketAddress(ip: .v4(0x7F00_0001), port: 0)]
-        configuration.logFormat = .journal
-        configuration.loopCount = 1
+        configuration.listeners.proxy = [SocketAddress(ip: .v4(0x7F00_0001), port: 0)]
+        configuration.log.format = .journal
+        configuration.listeners.loopCount = 1
         configure(&configuration)
         let log = MemoryLog()
         let server = try ProxyServer(configuration: configuration, sink: log.sink)
@@ -42,7 +42,7 @@ import TestSupport
     }
 
     @Test func aHeadTimeoutIsAnErrorRecord() throws {
-        let (server, log, port) = try start { $0.headTimeout = 0.2 }
+        let (server, log, port) = try start { $0.timeouts.head = 0.2 }
         defer { stop(server) }
         let client = try RawClient(port: port)
         client.send("GET http://127.0.0.1:1/ HTTP/1.1\r\n")

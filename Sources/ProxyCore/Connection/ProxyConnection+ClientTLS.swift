@@ -15,8 +15,8 @@ extension ProxyConnection {
     /// and the first request head together.
     func startTLS() {
         enterHandshaking()
-        arm(after: generation.configuration.headTimeout) { [self] in headTimedOut() }
-        guard let identity = generation.configuration.listenerTLS else {
+        arm(after: generation.configuration.timeouts.head) { [self] in headTimedOut() }
+        guard let identity = generation.configuration.listeners.tlsIdentity else {
             return handshakeFailed("the TLS listener has no certificate (--listen-cert, --listen-key)")
         }
         do {

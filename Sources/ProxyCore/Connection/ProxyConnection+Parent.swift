@@ -40,8 +40,8 @@ extension ProxyConnection {
         let handshake = ParentHandshake(attempt: attempt, parent: parent, address: address,
                                         request: Self.connectRequest(authority: authority, parent: parent))
         enterParentHandshake(handshake)
-        let seconds = Int(generation.configuration.connectTimeout)
-        arm(after: generation.configuration.connectTimeout) { [self] in
+        let seconds = Int(generation.configuration.timeouts.connect)
+        arm(after: generation.configuration.timeouts.connect) { [self] in
             parentAnswered(.fail(.parentTimeout, status: 504,
                                  message: "the parent proxy \(parent) did not answer CONNECT \(authority) in \(seconds) s"))
         }

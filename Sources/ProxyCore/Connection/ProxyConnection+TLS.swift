@@ -24,10 +24,10 @@ extension ProxyConnection {
     func inspectTLS(destination: Destination, requirements: Requirements, pin: PinnedDomain?) {
         let configuration = generation.configuration
         let watched = InspectionBox(TLSInspection(.init(destination: destination, requirements: requirements, pin: pin,
-                                                          sniMismatch: configuration.sniMismatch,
-                                                          certificateMode: configuration.certificateMode)))
+                                                          sniMismatch: configuration.inspection.sniMismatch,
+                                                          certificateMode: configuration.inspection.certificateMode)))
         enterInspecting(watched)
-        arm(after: configuration.handshakeTimeout) { [self] in
+        arm(after: configuration.timeouts.handshake) { [self] in
             // Whoever owes the next flight is the one who was slow.
             guard case .inspecting(let watched) = state else { return }
             if watched.inspection.released {
@@ -36,7 +36,7 @@ extension ProxyConnection {
                 return release(watched)
             }
             let waitingForOrigin = watched.inspection.clientHello != nil && watched.inspection.serverHello == nil
-            let timeout = Int(configuration.handshakeTimeout)
+            let timeout = Int(configuration.timeouts.handshake)
             respond(waitingForOrigin
                         ? .fail(.upstreamTimeout, status: 504, message: "the origin did not answer the TLS handshake in \(timeout) s")
                         : .answer(status: 408, .clientTimeout, message: "the TLS handshake did not complete in \(timeout) s"),
@@ -175,7 +175,7 @@ extension ProxyConnection {
             pool = BlockingPools.probes
             key = CertificateVerdictCache.Key(host: serverName ?? host, address: address,
                                               requirements: policy.requirements, pin: policy.pin, chain: [])
-            let timeout = generation.configuration.connectTimeout
+            let timeout = generation.configuration.timeouts.connect
             let port = policy.destination.port
             let tunnel = probeTunnel
             compute = {

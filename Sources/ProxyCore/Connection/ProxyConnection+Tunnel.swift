@@ -27,7 +27,7 @@ extension ProxyConnection {
     /// After the 200: the tunnel's first client bytes decide what it is.
     func openTunnel(_ destination: Destination, loadContext: LoadContext) {
         enterAwaitingTunnelBytes(destination, loadContext)
-        arm(after: generation.configuration.headTimeout) { [self] in
+        arm(after: generation.configuration.timeouts.head) { [self] in
             record.action = .error
             record.reason = .clientTimeout
             record.message = "no bytes from the client after CONNECT"
@@ -49,7 +49,7 @@ extension ProxyConnection {
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)
-        if isTLS, generation.configuration.tlsInspection, let decision = record.decision {
+        if isTLS, generation.configuration.inspection.enabled, let decision = record.decision {
             return inspectTLS(destination: destination, requirements: decision.requirements, pin: decision.pin)
         }
         if !isTLS {
@@ -108,7 +108,7 @@ extension ProxyConnection {
 
     /// Ends a relay or exchange that has moved no byte for the idle timeout.
     func armIdleTimer() {
-        let idle = generation.configuration.idleTimeout
+        let idle = generation.configuration.timeouts.idle
         arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
             if monotonic() - lastActivity > idle {
                 record.message = record.message ?? "idle for \(Int(idle)) s"

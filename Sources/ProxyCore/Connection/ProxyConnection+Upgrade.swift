@@ -47,7 +47,7 @@ extension ProxyConnection {
         }
         upstreamTLS = tls
         enterUpgrading(UpgradeState(head: head, destination: destination, secure: secure, decision: decision))
-        arm(after: generation.configuration.handshakeTimeout) { [self] in
+        arm(after: generation.configuration.timeouts.handshake) { [self] in
             upgradeFailed(reason: "upstream-timeout", message: "the TLS handshake with \(host):\(secure.port) timed out",
                           status: 504)
         }
@@ -103,7 +103,7 @@ extension ProxyConnection {
         let target = ProbeTarget(host: secure.host.description, port: secure.port, addresses: [address.ip.description],
                                  tunnel: probeTunnel)
         let requirements = upgrade.decision.requirements
-        let timeout = generation.configuration.handshakeTimeout
+        let timeout = generation.configuration.timeouts.handshake
         let loop = self.loop
         nonisolated(unsafe) weak let connection = self
         let transparency = generation.judge.transparency

@@ -283,14 +283,14 @@ package final class ProxyConnection {
     /// Starts reading the first request head. Runs on `queue`.
     func start() {
         enterReadingHead()
-        arm(after: generation.configuration.headTimeout) { [self] in headTimedOut() }
+        arm(after: generation.configuration.timeouts.head) { [self] in headTimedOut() }
     }
 
     /// The first request head (after the TLS handshake, for a TLS listener's client) took longer
     /// than the head timeout.
     func headTimedOut() {
         if case .handshaking = state {
-            let timeout = Int(generation.configuration.headTimeout)
+            let timeout = Int(generation.configuration.timeouts.head)
             return respond(.answer(status: 408, .clientTimeout,
                                    message: "the TLS handshake with the proxy did not complete in \(timeout) s"), .cut)
         }
@@ -347,9 +347,9 @@ package final class ProxyConnection {
     func logDrained() {
         guard case .readingHead = state else { return }
         if inbound.isEmpty {
-            arm(after: generation.configuration.headTimeout) { [self] in close() }
+            arm(after: generation.configuration.timeouts.head) { [self] in close() }
         } else {
-            arm(after: generation.configuration.headTimeout) { [self] in
+            arm(after: generation.configuration.timeouts.head) { [self] in
                 enforce(.answer(status: 408, .requestTimeout, message: "no complete request head in time"))
             }
         }
@@ -527,7 +527,7 @@ package final class ProxyConnection {
                 if attempt.pooled, takePooled(candidates, attempt) { return }
                 if !attempt.connectTimerArmed, !candidates.isEmpty {
                     attempt.connectTimerArmed = true
-                    arm(after: generation.configuration.connectTimeout) { [self] in upstreamTimedOut(attempt) }
+                    arm(after: generation.configuration.timeouts.connect) { [self] in upstreamTimedOut(attempt) }
                 }
                 eyeballs.add(candidates, family: resolution.family)
             }
@@ -610,7 +610,7 @@ package final class ProxyConnection {
     private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
         guard case .connecting(let current) = state, current === attempt else { return }
         attempt.eyeballs?.cancel()
-        let seconds = Int(generation.configuration.connectTimeout)
+        let seconds = Int(generation.configuration.timeouts.connect)
         if let parent = attempt.parent {
             return parentFailed(attempt, parent, "connecting timed out after \(seconds) s")
         }
@@ -755,7 +755,7 @@ package final class ProxyConnection {
     func nextRequest() {
         if proxyLoop.draining { return close() }
         enterReadingHead()
-        arm(after: generation.configuration.headTimeout) { [self] in close() }
+        arm(after: generation.configuration.timeouts.head) { [self] in close() }
         if !inbound.isEmpty { readHead() }
     }
 
@@ -872,8 +872,8 @@ package final class ProxyConnection {
     func isSelf(_ destination: Destination) -> Bool {
         guard case .address(let ip) = destination.host else { return false }
         let configuration = generation.configuration
-        return configuration.listen.contains { $0.port == destination.port && ($0.ip == ip) }
-            || configuration.listenTLS.contains { $0.port == destination.port && ($0.ip == ip) }
+        return configuration.listeners.proxy.contains { $0.port == destination.port && ($0.ip == ip) }
+            || configuration.listeners.tls.contains { $0.port == destination.port && ($0.ip == ip) }
     }
 
     func hostForURL(_ destination: Destination) -> String {

@@ -48,25 +48,25 @@ package final class Generation: Sendable {
             + configuration.routes.map { route in
                 DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
             }
-        log = RecordFormatter(format: configuration.logFormat, policy: configuration.policyLabel, sink: daemon.sink)
+        log = RecordFormatter(format: configuration.log.format, policy: configuration.policyLabel, sink: daemon.sink)
         resolver = PinnedResolver(pinned: configuration.resolve, dnsResolver: daemon.dns)
         daemon.dns.configure(configuration.dns)
-        daemon.parentHealth.setRetry(seconds: configuration.parentRetry)
-        parents = ParentRouting(parents: configuration.parents, bypass: configuration.parentBypass,
+        daemon.parentHealth.setRetry(seconds: configuration.parents.retry)
+        parents = ParentRouting(parents: configuration.parents.proxies, bypass: configuration.parents.bypass,
                                 health: daemon.parentHealth)
         connectEstablished = ProxyResponse.connectEstablished(
             proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
-        judge = ServerJudge(store: configuration.trustStore, transparency: configuration.transparency)
-        verdicts = CertificateVerdictCache(capacity: configuration.verdictCacheCapacity,
-                                           timeToLive: configuration.verdictTimeToLive, daemon: daemon)
+        judge = ServerJudge(store: configuration.inspection.trustStore, transparency: configuration.inspection.transparency)
+        verdicts = CertificateVerdictCache(capacity: configuration.inspection.verdictCacheCapacity,
+                                           timeToLive: configuration.inspection.verdictTimeToLive, daemon: daemon)
     }
 
     /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy,
     /// TLS and admin), and for a listener on 0.0.0.0 or :: every address of the host's interfaces.
     static func ownAddresses(_ configuration: ProxyConfiguration) -> [(address: IPAddress, listener: String)] {
-        let listeners = configuration.listen.map { ($0, "the proxy listens on \($0)") }
-            + configuration.listenTLS.map { ($0, "the proxy's TLS listener is on \($0)") }
-            + (configuration.admin.map { [($0, "the admin listener is on \($0)")] } ?? [])
+        let listeners = configuration.listeners.proxy.map { ($0, "the proxy listens on \($0)") }
+            + configuration.listeners.tls.map { ($0, "the proxy's TLS listener is on \($0)") }
+            + (configuration.listeners.admin.map { [($0, "the admin listener is on \($0)")] } ?? [])
         var own: [(address: IPAddress, listener: String)] = []
         var interfaces: [IPAddress]?
         for (address, listener) in listeners {

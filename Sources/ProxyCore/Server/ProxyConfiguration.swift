@@ -12,20 +12,24 @@ public enum ProxyMode: String, Sendable, CaseIterable {
     case report
 }
 
-/// Everything the daemon needs to run, resolved from defaults, the config file and flags.
+/// Everything the daemon needs to run, resolved from defaults, the config file and flags. Grouped by
+/// subsystem as `atsgate run`'s options are: the policy and access rules at the top, then the
+/// listeners, the decision log, the timeouts, TLS inspection, parent proxies and the resolver.
 public struct ProxyConfiguration: Sendable {
-    public var listen: [SocketAddress] = [SocketAddress(ip: .v4(0x7F00_0001), port: 3128)]
-    /// `--listen-tls`: addresses where clients speak TLS to the proxy, with `listenerTLS`'s pair.
-    public var listenTLS: [SocketAddress] = []
-    /// `--listen-cert` and `--listen-key`, loaded: what the TLS listeners present. Re-read on every
-    /// reload; a connection keeps the pair it was accepted with.
-    public var listenerTLS: TLSServerContext?
     public var engine: DecisionEngine = DecisionEngine(policy: .empty)
     /// The policy's name in the log (its path, or "embedded").
     public var policyLabel = "embedded"
     /// The policies of `--policy [ID=]FILE` (an .ipa or .app gives one per bundle); empty: `engine`
     /// alone, under `policyLabel`.
     public var apps: [AppPolicy] = []
+    public var mode: ProxyMode = .enforce
+    /// The load context for every request; nil infers it from each request's User-Agent.
+    public var context: LoadContext?
+    /// Where `--cleartext upgrade` connects: port 80 goes to 443, others stay, unless mapped here.
+    public var upgradePorts: [Int: Int] = [80: 443]
+    public var connectPorts: Set<Int> = [443]
+    public var resolve: [String: [IPAddress]] = [:]
+
     /// `--route` rules, tried in order before automatic agent routing.
     public var routes: [Route] = []
     /// What a request that no rule and no User-Agent routed gets (default: the first policy).
@@ -43,60 +47,97 @@ public struct ProxyConfiguration: Sendable {
     /// `--device`: the lab's names for its clients (by address or proxy user), on every record and
     /// the per-app metrics.
     public var devices = DeviceTable()
-    public var mode: ProxyMode = .enforce
-    public var resolve: [String: [IPAddress]] = [:]
-    public var connectPorts: Set<Int> = [443]
     public var allowClients: [IPNetwork] = [IPNetwork(address: .v4(0x7F00_0000), prefixLength: 8),
                                             IPNetwork(address: .v6(1), prefixLength: 128)]
-    public var logFormat: LogFormat = .json
-    /// `--log-file`: records appended to this file (reopened on SIGUSR1) instead of standard output.
-    public var logFile: String?
-    /// `--log-overflow`: what a full log does (drop records, or pause the proxy).
-    public var logOverflow: LogOverflow = .drop
-    /// `--log-buffer`: bytes of records the log holds for a slow reader before it overflows.
-    public var logBufferBytes = LogSink.defaultCapacity
-    /// The load context for every request; nil infers it from each request's User-Agent.
-    public var context: LoadContext?
-    public var maximumConnections = 10_000
-    /// Seconds allowed for a client to send a complete request head (slowloris).
-    public var headTimeout = 10.0
-    /// Seconds allowed to connect to the origin.
-    public var connectTimeout = 10.0
-    /// Seconds a tunnel may stay silent in both directions.
-    public var idleTimeout = 300.0
-    /// The admin listener (/metrics, /healthz, /readyz); none when nil.
-    public var admin: SocketAddress?
-    /// Whether CONNECT tunnels' TLS handshakes are inspected (R14-R17). Off, TLS is only recognised.
-    public var tlsInspection = true
-    /// When server certificates are judged (see CertificateMode).
-    public var certificateMode: CertificateMode = .before
-    /// What a ClientHello naming another host than the CONNECT does.
-    public var sniMismatch: SNIMismatchAction = .block
-    /// Roots for certificate checks: the system store plus --ca-file; nil for the system store only.
-    public var trustStore: TrustStore?
-    /// R16 (Certificate Transparency) for leaves that chain to the system store; nil when off. With a
-    /// log list each SCT's log and signature are verified, without one they are only counted.
-    public var transparency: TransparencyCheck?
-    /// Seconds a certificate verdict is reused, and how many are kept.
-    public var verdictTimeToLive = 300.0
-    public var verdictCacheCapacity = 4096
-    /// Seconds the inspected part of a TLS handshake may take.
-    public var handshakeTimeout = 10.0
-    /// Where `--cleartext upgrade` connects: port 80 goes to 443, others stay, unless mapped here.
-    public var upgradePorts: [Int: Int] = [80: 443]
-    /// Serial queues of the event loop; 0: one per CPU the process may use (CPUAllowance).
-    public var loopCount = 0
+
+    public var listeners = Listeners()
+    public var log = LogSettings()
+    public var timeouts = Timeouts()
+    public var inspection = InspectionSettings()
+    public var parents = ParentSettings()
     /// The resolver (`--dns-timeout`, `--dns-min-ttl`, `--dns-max-ttl`, `--dns-negative-ttl`,
     /// `--dns-stale`, `--dns-server`).
     package var dns = ResolverSettings()
-    /// `--parent`: parent proxies, tried in order; empty: every origin is reached directly.
-    public var parents: [ParentProxy] = []
-    /// `--parent-bypass`: destinations that never go through a parent.
-    public var parentBypass: [DestinationPattern] = []
-    /// Seconds a parent that failed is passed over (tried again sooner only when every parent failed).
-    public var parentRetry = 30.0
 
     public init() {}
+
+    /// Where clients reach the proxy, and how much of the machine it takes.
+    public struct Listeners: Sendable {
+        /// `--listen`: plain HTTP proxy listeners.
+        public var proxy: [SocketAddress] = [SocketAddress(ip: .v4(0x7F00_0001), port: 3128)]
+        /// `--listen-tls`: addresses where clients speak TLS to the proxy, with `tlsIdentity`.
+        public var tls: [SocketAddress] = []
+        /// `--listen-cert` and `--listen-key`, loaded: what the TLS listeners present. Re-read on every
+        /// reload; a connection keeps the pair it was accepted with.
+        public var tlsIdentity: TLSServerContext?
+        /// The admin listener (/metrics, /healthz, /readyz); none when nil.
+        public var admin: SocketAddress?
+        public var maximumConnections = 10_000
+        /// Serial queues of the event loop; 0: one per CPU the process may use (CPUAllowance).
+        public var loopCount = 0
+
+        public init() {}
+    }
+
+    /// The decision log's output.
+    public struct LogSettings: Sendable {
+        public var format: LogFormat = .json
+        /// `--log-file`: records appended to this file (reopened on SIGUSR1) instead of standard output.
+        public var file: String?
+        /// `--log-overflow`: what a full log does (drop records, or pause the proxy).
+        public var overflow: LogOverflow = .drop
+        /// `--log-buffer`: bytes of records the log holds for a slow reader before it overflows.
+        public var bufferBytes = LogSink.defaultCapacity
+
+        public init() {}
+    }
+
+    /// How long each phase may take, in seconds.
+    public struct Timeouts: Sendable {
+        /// For a client to send a complete request head (slowloris).
+        public var head = 10.0
+        /// To connect to the origin.
+        public var connect = 10.0
+        /// A tunnel may stay silent in both directions.
+        public var idle = 300.0
+        /// The inspected part of a TLS handshake.
+        public var handshake = 10.0
+
+        public init() {}
+    }
+
+    /// What the watched TLS handshake of a tunnel is judged against (R14-R17).
+    public struct InspectionSettings: Sendable {
+        /// Whether CONNECT tunnels' TLS handshakes are inspected. Off, TLS is only recognised.
+        public var enabled = true
+        /// When server certificates are judged (see CertificateMode).
+        public var certificateMode: CertificateMode = .before
+        /// What a ClientHello naming another host than the CONNECT does.
+        public var sniMismatch: SNIMismatchAction = .block
+        /// Roots for certificate checks: the system store plus --ca-file; nil for the system store only.
+        public var trustStore: TrustStore?
+        /// R16 (Certificate Transparency) for leaves that chain to the system store; nil when off. With
+        /// a log list each SCT's log and signature are verified, without one they are only counted.
+        public var transparency: TransparencyCheck?
+        /// Seconds a certificate verdict is reused, and how many are kept.
+        public var verdictTimeToLive = 300.0
+        public var verdictCacheCapacity = 4096
+
+        public init() {}
+    }
+
+    /// Parent proxies between atsgate and the origins.
+    public struct ParentSettings: Sendable {
+        /// `--parent`: tried in order; empty: every origin is reached directly.
+        public var proxies: [ParentProxy] = []
+        /// `--parent-bypass`: destinations that never go through a parent.
+        public var bypass: [DestinationPattern] = []
+        /// Seconds a parent that failed is passed over (tried again sooner only when every parent
+        /// failed).
+        public var retry = 30.0
+
+        public init() {}
+    }
 }
 
 /// When a server's certificate is judged (R15, R17).

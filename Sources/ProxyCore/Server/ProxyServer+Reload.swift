@@ -17,34 +17,34 @@ extension ProxyServer {
         var configuration = configuration
         var warnings: [String] = []
         let old = current.withLock { $0.configuration }
-        if Set(configuration.listen) != Set(old.listen), !configuration.listen.allSatisfy({ $0.port == 0 }) {
+        if Set(configuration.listeners.proxy) != Set(old.listeners.proxy), !configuration.listeners.proxy.allSatisfy({ $0.port == 0 }) {
             warnings.append("listen addresses do not change on reload; restart to apply")
         }
-        if Set(configuration.listenTLS) != Set(old.listenTLS), !configuration.listenTLS.allSatisfy({ $0.port == 0 }) {
+        if Set(configuration.listeners.tls) != Set(old.listeners.tls), !configuration.listeners.tls.allSatisfy({ $0.port == 0 }) {
             warnings.append("TLS listen addresses do not change on reload; restart to apply")
         }
-        if !old.listenTLS.isEmpty, configuration.listenerTLS == nil {
+        if !old.listeners.tls.isEmpty, configuration.listeners.tlsIdentity == nil {
             // The TLS listeners stay open: they keep the pair they have.
             warnings.append("the TLS listeners keep their certificate: the new configuration names none")
-            configuration.listenerTLS = old.listenerTLS
+            configuration.listeners.tlsIdentity = old.listeners.tlsIdentity
         }
-        if configuration.admin != old.admin, configuration.admin?.port != 0 {
+        if configuration.listeners.admin != old.listeners.admin, configuration.listeners.admin?.port != 0 {
             warnings.append("the admin address does not change on reload; restart to apply")
         }
-        if configuration.logFile != old.logFile || configuration.logOverflow != old.logOverflow
-            || configuration.logBufferBytes != old.logBufferBytes {
+        if configuration.log.file != old.log.file || configuration.log.overflow != old.log.overflow
+            || configuration.log.bufferBytes != old.log.bufferBytes {
             warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
         }
-        if configuration.loopCount != old.loopCount {
+        if configuration.listeners.loopCount != old.listeners.loopCount {
             warnings.append("the number of event loops does not change on reload; restart to apply")
         }
-        configuration.listen = old.listen
-        configuration.listenTLS = old.listenTLS
-        configuration.admin = old.admin
-        configuration.logFile = old.logFile
-        configuration.logOverflow = old.logOverflow
-        configuration.logBufferBytes = old.logBufferBytes
-        configuration.loopCount = old.loopCount
+        configuration.listeners.proxy = old.listeners.proxy
+        configuration.listeners.tls = old.listeners.tls
+        configuration.listeners.admin = old.listeners.admin
+        configuration.log.file = old.log.file
+        configuration.log.overflow = old.log.overflow
+        configuration.log.bufferBytes = old.log.bufferBytes
+        configuration.listeners.loopCount = old.listeners.loopCount
         current.withLock { generation in
             generation = Generation(configuration: configuration, daemon: daemon, number: generation.number + 1)
         }

@@ -37,13 +37,13 @@ public final class ProxyServer: @unchecked Sendable {
                 inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil) throws(SystemError) {
         var configuration = configuration
         // One loop per CPU the process may use (affinity and cgroup quota included), unless configured.
-        loopAllowance = configuration.loopCount > 0
-            ? CPUAllowance(count: configuration.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
+        loopAllowance = configuration.listeners.loopCount > 0
+            ? CPUAllowance(count: configuration.listeners.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
         loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
         var bound: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
         do throws(SystemError) {
             if inherited.isEmpty && inheritedTLS.isEmpty {
-                for (address, tls) in configuration.listen.map({ ($0, false) }) + configuration.listenTLS.map({ ($0, true) }) {
+                for (address, tls) in configuration.listeners.proxy.map({ ($0, false) }) + configuration.listeners.tls.map({ ($0, true) }) {
                     let fd = try Socket.listen(on: address)
                     bound.append((fd, Socket.localAddress(fd) ?? address, tls))
                 }
@@ -62,8 +62,8 @@ public final class ProxyServer: @unchecked Sendable {
             throw error
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
-        configuration.listen = bound.filter { !$0.tls }.map(\.address)
-        configuration.listenTLS = bound.filter(\.tls).map(\.address)
+        configuration.listeners.proxy = bound.filter { !$0.tls }.map(\.address)
+        configuration.listeners.tls = bound.filter(\.tls).map(\.address)
         listenFDs = bound.map(\.fd)
         addresses = bound.map(\.address)
         secure = bound.map(\.tls)
@@ -141,7 +141,7 @@ public final class ProxyServer: @unchecked Sendable {
         }
         // A bounded batch per wake-up keeps the loops fair to the connections they already have.
         for _ in 0..<64 {
-            if daemon.open.load(ordering: .relaxed) >= generation.configuration.maximumConnections {
+            if daemon.open.load(ordering: .relaxed) >= generation.configuration.listeners.maximumConnections {
                 return pause(proxyLoop)
             }
             let accepted: (fd: Int32, peer: SocketAddress?)
@@ -227,7 +227,7 @@ public final class ProxyServer: @unchecked Sendable {
 
     /// Below the cap again: every paused loop resumes accepting.
     private func connectionClosed() {
-        let cap = current.withLock { $0.configuration.maximumConnections }
+        let cap = current.withLock { $0.configuration.listeners.maximumConnections }
         guard anyPaused.load(ordering: .relaxed), daemon.open.load(ordering: .relaxed) < cap else { return }
         anyPaused.store(false, ordering: .relaxed)
         for proxyLoop in loops { proxyLoop.loop.execute { [self] in resume(proxyLoop) } }

@@ -66,6 +66,6 @@ extension ProxyConfiguration {
             if case .parent(let parent)? = route.egress { return parent }
             return nil
         }
-        return (parents + routed).filter { seen.insert($0).inserted }
+        return (parents.proxies + routed).filter { seen.insert($0).inserted }
     }
 }
