@@ -1,7 +1,7 @@
 import ATSPolicy
 /// One lint rule as a type: the id (a `LintRule` case, which scripts and SARIF depend on), the severity,
 /// whether App Review asks for a justification, the texts SARIF shows, and the message of one finding,
-/// built from what the check found. The checks (GlobalKeyRules.swift and the others) decide when a
+/// built from what the check found. The passes (GlobalKeyPass.swift and the others) decide when a
 /// rule applies; the rule's type says everything about it.
 package protocol LintCheck: Sendable {
     static var rule: LintRule { get }

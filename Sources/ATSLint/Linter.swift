@@ -37,7 +37,7 @@ public struct Linter: Sendable {
     }
 }
 
-/// One run of the checks over one dictionary; the rule groups extend it (GlobalKeyRules.swift and others).
+/// One run of the checks over one dictionary; its passes extend it (GlobalKeyPass.swift and the others).
 package struct LintPass {
     let source: PolicySource
     let profile: Profile
