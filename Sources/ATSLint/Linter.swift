@@ -65,9 +65,9 @@ package struct LintPass {
     }
 
     /// `line` for a finding that knows its own (else the key path's line is looked up).
-    mutating func report<Check: LintCheck>(_ check: Check, at path: LintKeyPath, line: Int? = nil,
-                                           related: [LintRelatedLine] = []) {
-        findings.append(LintFinding(rule: Check.rule, keyPath: path, message: check.message, line: line,
+    mutating func report<Rule: LintRuleDefinition>(_ rule: Rule, at path: LintKeyPath, line: Int? = nil,
+                                                   related: [LintRelatedLine] = []) {
+        findings.append(LintFinding(rule: Rule.rule, keyPath: path, message: rule.message, line: line,
                                     related: related))
     }
 }
