@@ -320,16 +320,7 @@ struct FixPlanner {
     /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
     /// cleartext block goes and every other recorded destination under it keeps its decision.
     private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [ConsolidatedFix] {
-        var candidates: [String: Set<String>] = [:]
-        for host in hosts {
-            var labels = host.split(separator: ".", omittingEmptySubsequences: false)
-            while labels.count > 2 {
-                labels.removeFirst()
-                let parent = labels.joined(separator: ".")
-                if FixPlanner.sharedSuffixes.contains(parent) { break }
-                candidates[parent, default: []].insert(host)
-            }
-        }
+        let candidates = parentCandidates(hosts)
         // The recorded destinations under each candidate (the name itself or a subdomain), found once.
         var under: [String: [Int]] = [:]
         for (index, decision) in decisions.enumerated() {
@@ -356,30 +347,53 @@ struct FixPlanner {
                 .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
             ]
             let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
-            var accepted = true
-            var covered = 0
-            for index in under[parent] ?? [] {
-                let recorded = traffic[index]
-                guard let before = decisions[index] else { continue }
-                let host = before.destination.host.description
-                if members.contains(host) {
-                    covered += 1
-                    // Members keep nothing ATS-blocked apart from what no key fixes.
-                    let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
-                    if !left.isEmpty { accepted = false; break }
-                } else {
-                    if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
-                        accepted = false
-                        break
-                    }
-                }
-            }
-            guard accepted else { continue }
+            guard let covered = provenCoverage(candidate, members: members, under: under[parent] ?? [],
+                                               decisions: decisions) else { continue }
             assigned.formUnion(members)
             let count = under[parent]?.count ?? 0
             groups.append(ConsolidatedFix(parent: parent, changes: changes, hosts: members.sorted(), destinations: covered,
                                           others: count - covered))
         }
         return groups
+    }
+
+    /// The ancestors of `hosts` (two labels or more, stopping at a shared suffix), each with the hosts under
+    /// it.
+    private func parentCandidates(_ hosts: Set<String>) -> [String: Set<String>] {
+        var candidates: [String: Set<String>] = [:]
+        for host in hosts {
+            var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            while labels.count > 2 {
+                labels.removeFirst()
+                let parent = labels.joined(separator: ".")
+                if FixPlanner.sharedSuffixes.contains(parent) { break }
+                candidates[parent, default: []].insert(host)
+            }
+        }
+        return candidates
+    }
+
+    /// How many of the recorded destinations `under` a parent entry belong to `members`, when the policy
+    /// with that entry (`candidate`) is proven over all of them; nil when a member keeps an ATS block
+    /// that a key could fix, or another destination under it is decided differently.
+    private func provenCoverage(_ candidate: DestinationJudge, members: Set<String>, under: [Int],
+                                decisions: [Decision?]) -> Int? {
+        var covered = 0
+        for index in under {
+            let recorded = traffic[index]
+            guard let before = decisions[index] else { continue }
+            let host = before.destination.host.description
+            if members.contains(host) {
+                covered += 1
+                // Members keep nothing ATS-blocked apart from what no key fixes.
+                let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
+                if !left.isEmpty { return nil }
+            } else {
+                if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
+                    return nil
+                }
+            }
+        }
+        return covered
     }
 }
