@@ -88,6 +88,7 @@ let package = Package(
         // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
         .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoops", "ProxyAccess", "DecisionLog",
                                                "ProxyCore"],
+                resources: [.embedInCode("Resources/live-page.html")],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
         // judged again under the app's policy, and rendered.

@@ -1,6 +1,6 @@
 import ATSPolicy
 /// Every lint rule of `atsgate lint` by its stable id (scripts and SARIF depend on it). Each rule's
-/// severity, justification flag, texts and message live in its own type (Lint/Checks/, listed in `Lints.all`).
+/// severity, justification flag, texts and message live in its own type (Rules/, listed in `Lints.all`).
 ///
 /// Severity rubric: `error` the policy does not do what its author wrote; `high` ATS off broadly;
 /// `medium` ATS weakened for a domain or a context; `low` dead or surprising but harmless; `info` worth
@@ -61,21 +61,23 @@ public enum LintRule: String, Sendable, CaseIterable {
 
     /// The stable id.
     public var id: String { rawValue }
-    public var severity: LintSeverity { check.severity }
+    public var severity: LintSeverity { definition.severity }
     /// App Review asks for a justification of the key this rule reports.
-    public var justification: Bool { check.justification }
+    public var justification: Bool { definition.justification }
     /// One line: what the rule reports.
-    public var title: String { check.title }
+    public var title: String { definition.title }
     /// What happens at run time, for SARIF's full description.
-    public var summary: String { check.summary }
+    public var summary: String { definition.summary }
     /// What to do about it.
-    public var help: String { check.help }
+    public var help: String { definition.help }
     /// The ATS-SPEC rules behind it.
-    public var specRules: [String] { check.specRules }
+    public var specRules: [String] { definition.specRules }
 
-    /// The rule's type (Lint/Checks/), where its texts and messages live.
-    var check: any LintCheck.Type {
-        guard let check = Lints.byRule[self] else { preconditionFailure("lint rule \(rawValue) has no type in Lints.all") }
-        return check
+    /// The rule's type (Rules/), where its texts and messages live.
+    var definition: any LintRuleDefinition.Type {
+        guard let definition = Lints.byRule[self] else {
+            preconditionFailure("lint rule \(rawValue) has no type in Lints.all")
+        }
+        return definition
     }
 }

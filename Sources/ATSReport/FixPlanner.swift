@@ -70,115 +70,178 @@ struct FixPlanner {
         // Decided once: every step below asks again about the same destinations.
         let decisions = traffic.map(judge.decide)
         let hosts = decisions.map { $0?.destination.host.description }
+        var gathered = gatherNeeds(decisions)
+        if !gathered.globalChanges.isEmpty {
+            let relaxed = DestinationJudge(policy: Policy(source.applying(gathered.globalChanges)), options: options)
+            if globalChangeAltersOthers(relaxed, blockedHosts: Set(gathered.needs.keys), hosts: hosts) {
+                gathered.globalChanges = []
+            } else {
+                dropHostsFixedGlobally(&gathered.needs, relaxed: relaxed, hosts: hosts)
+            }
+        }
+        var edits = hostEntries(gathered.needs, decisions: decisions)
+        edits.global = gathered.globalChanges
+        edits.scopes = certificateScopes(gathered.needs, hosts: hosts)
+        let (narrowest, consolidated) = changeLists(edits)
+        let fixes = verifiedFixes(edits, unfixable: gathered.unfixable, decisions: decisions, hosts: hosts)
+        return (fixes, narrowest, consolidated)
+    }
+
+    /// What the blocked destinations ask of the dictionary: the keys each host needs, the findings no key
+    /// fixes (with what to do instead), and the global key for local destinations.
+    private struct Gathered {
         var needs: [String: Needs] = [:]
         var unfixable: [Int: [(Finding, String)]] = [:]
         var globalChanges: [PolicyChange] = []
+    }
+
+    /// The changes worked out per host, and what they say about the host's other loads.
+    private struct Edits {
+        var global: [PolicyChange] = []
+        /// The narrowest: each host its own keys.
+        var byHost: [String: [PolicyChange]] = [:]
+        /// A parent entry that would replace the host's own, where one is proven.
+        var alternatives: [String: ConsolidatedFix] = [:]
+        /// What the host's changes also do beyond its blocked loads.
+        var scopes: [String: String] = [:]
+    }
+
+    /// Step 1: every blocked destination's findings, turned into the keys its host needs or the advice
+    /// for what no key fixes.
+    private func gatherNeeds(_ decisions: [Decision?]) -> Gathered {
+        var gathered = Gathered()
         for (index, found) in findings.enumerated() where !found.isEmpty {
             guard let decision = decisions[index] else {
-                unfixable[index] = found.map { ($0, "the log's host '\(traffic[index].host)' is not one ATS can name") }
+                gathered.unfixable[index] = found.map { ($0, "the log's host '\(traffic[index].host)' is not one ATS can name") }
                 continue
             }
             let host = decision.destination.host.description
-            var hostNeeds = needs[host] ?? Needs(decision: decision)
+            var hostNeeds = gathered.needs[host] ?? Needs(decision: decision)
             if case .global(_, .localNetworkingNo?) = decision.basis, found.contains(where: \.isATS) {
                 // A local destination that NSAllowsLocalNetworking=NO took out of the exemption (R11):
                 // the key the profile reads for local destinations is the fix.
                 let change = PolicyChange.setGlobal(key: ATSKey.allowsLocalNetworking, value: .bool(true))
-                if !globalChanges.contains(change) { globalChanges.append(change) }
+                if !gathered.globalChanges.contains(change) { gathered.globalChanges.append(change) }
             }
             for finding in found {
-                switch finding.reason {
-                case BlockReason.cleartextHTTP.rawValue, BlockReason.cleartextInTunnel.rawValue:
-                    hostNeeds.cleartext = true
-                case BlockReason.tlsVersion.rawValue:
-                    let seen = traffic[index].handshakes.compactMap { TLSVersion(rawValue: $0.version) }
-                    let minimum = decision.requirements.minimumTLSVersion
-                    let lowest = seen.filter { minimum == nil || $0 < minimum! }.min()
-                    if let lowest {
-                        hostNeeds.minimumVersion = min(lowest, hostNeeds.minimumVersion ?? lowest)
-                    } else {
-                        unfixable[index, default: []].append((finding, "no ATS key allows a version below TLSv1.0: "
-                            + "fix the server (enable TLSv1.2 or later)"))
-                    }
-                case BlockReason.cipherSuite.rawValue:
-                    let weak = traffic[index].handshakes.compactMap(\.cipher)
-                        .filter { !decision.requirements.cipherPolicy.allows(
-                            suite: DestinationJudge.suiteCode($0) ?? 0, version: 0x0303) }
-                    hostNeeds.forwardSecrecyOff = true
-                    if !weak.allSatisfy(DestinationJudge.isRSAKeyExchange) { hostNeeds.anyCipher = true }
-                case BlockReason.certificatePin.rawValue:
-                    let pin = judge.engine.pinnedDomain(for: decision.destination.host)?.key ?? host
-                    unfixable[index, default: []].append((finding, "the pins: NSPinnedDomains entry '\(pin)' pins no key "
-                        + "of the chain \(host) serves; add the SPKI-SHA256-BASE64 of the server's (or its CA's) key "
-                        + "to NSPinnedCAIdentities or NSPinnedLeafIdentities, or fix the server's certificate"))
-                case let reason where reason.hasPrefix("certificate-"):
-                    unfixable[index, default: []].append((finding, "fix the server: give \(host) a certificate that "
-                        + "passes (\(reason)); the only key that would allow it, NSExceptionAllowsInsecureHTTPLoads=YES, "
-                        + "turns certificate checks off for \(host) altogether"))
-                default:
-                    unfixable[index, default: []].append((finding, "not an ATS decision: no key of the app's "
-                        + "dictionary changes it; fix the proxy's configuration or the client"))
+                if let advice = addNeed(of: finding, at: index, decision: decision, to: &hostNeeds) {
+                    gathered.unfixable[index, default: []].append((finding, advice))
                 }
             }
-            needs[host] = hostNeeds
+            gathered.needs[host] = hostNeeds
         }
-        // The global key only when it changes nothing else recorded (other local destinations that were
-        // fine under ATS would lose it); otherwise the hosts get exception entries like any other.
-        if !globalChanges.isEmpty {
-            let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
-            let blockedHosts = Set(needs.keys)
-            let others = traffic.indices.filter { index in
-                guard let host = hosts[index] else { return false }
-                return !blockedHosts.contains(host)
-            }
-            if others.contains(where: { !judge.decidesAlike(traffic[$0], relaxed) }) {
-                globalChanges = []
-            }
-        }
-        // Hosts the global change already fixes need no entry.
-        if !globalChanges.isEmpty {
-            let relaxed = DestinationJudge(policy: Policy(source.applying(globalChanges)), options: options)
-            var stillBlocked: Set<String> = []
-            for index in traffic.indices where !findings[index].isEmpty {
-                if let host = hosts[index], relaxed.findings(traffic[index]).contains(where: \.isATS) { stillBlocked.insert(host) }
-            }
-            for host in needs.keys where !stillBlocked.contains(host) { needs[host] = nil }
-        }
+        return gathered
+    }
 
-        var hostChanges: [String: [PolicyChange]] = [:]
-        var scopes: [String: String] = [:]
-        // Hosts that need only cleartext may share a parent entry; the rest get an entry of their own.
+    /// Adds what `finding` (of the destination at `index`) needs to its host's needs; returns what to do
+    /// instead when no key of the dictionary fixes it.
+    private func addNeed(of finding: Finding, at index: Int, decision: Decision, to hostNeeds: inout Needs) -> String? {
+        let host = decision.destination.host.description
+        switch finding.reason {
+        case BlockReason.cleartextHTTP.rawValue, BlockReason.cleartextInTunnel.rawValue:
+            hostNeeds.cleartext = true
+        case BlockReason.tlsVersion.rawValue:
+            let seen = traffic[index].handshakes.compactMap { TLSVersion(rawValue: $0.version) }
+            let minimum = decision.requirements.minimumTLSVersion
+            let lowest = seen.filter { minimum == nil || $0 < minimum! }.min()
+            if let lowest {
+                hostNeeds.minimumVersion = min(lowest, hostNeeds.minimumVersion ?? lowest)
+            } else {
+                return "no ATS key allows a version below TLSv1.0: fix the server (enable TLSv1.2 or later)"
+            }
+        case BlockReason.cipherSuite.rawValue:
+            let weak = traffic[index].handshakes.compactMap(\.cipher)
+                .filter { !decision.requirements.cipherPolicy.allows(
+                    suite: DestinationJudge.suiteCode($0) ?? 0, version: 0x0303) }
+            hostNeeds.forwardSecrecyOff = true
+            if !weak.allSatisfy(DestinationJudge.isRSAKeyExchange) { hostNeeds.anyCipher = true }
+        case BlockReason.certificatePin.rawValue:
+            let pin = judge.engine.pinnedDomain(for: decision.destination.host)?.key ?? host
+            return "the pins: NSPinnedDomains entry '\(pin)' pins no key of the chain \(host) serves; add the "
+                + "SPKI-SHA256-BASE64 of the server's (or its CA's) key to NSPinnedCAIdentities or "
+                + "NSPinnedLeafIdentities, or fix the server's certificate"
+        case let reason where reason.hasPrefix("certificate-"):
+            return "fix the server: give \(host) a certificate that passes (\(reason)); the only key that would "
+                + "allow it, NSExceptionAllowsInsecureHTTPLoads=YES, turns certificate checks off for \(host) altogether"
+        default:
+            return "not an ATS decision: no key of the app's dictionary changes it; fix the proxy's configuration "
+                + "or the client"
+        }
+        return nil
+    }
+
+    /// Step 2: the global key only when it changes nothing else recorded (other local destinations that
+    /// were fine under ATS would lose it); otherwise the hosts get exception entries like any other.
+    private func globalChangeAltersOthers(_ relaxed: DestinationJudge, blockedHosts: Set<String>,
+                                          hosts: [String?]) -> Bool {
+        let others = traffic.indices.filter { index in
+            guard let host = hosts[index] else { return false }
+            return !blockedHosts.contains(host)
+        }
+        return others.contains(where: { !judge.decidesAlike(traffic[$0], relaxed) })
+    }
+
+    /// Step 3: hosts the global change already fixes need no entry.
+    private func dropHostsFixedGlobally(_ needs: inout [String: Needs], relaxed: DestinationJudge, hosts: [String?]) {
+        var stillBlocked: Set<String> = []
+        for index in traffic.indices where !findings[index].isEmpty {
+            if let host = hosts[index], relaxed.findings(traffic[index]).contains(where: \.isATS) { stillBlocked.insert(host) }
+        }
+        for host in needs.keys where !stillBlocked.contains(host) { needs[host] = nil }
+    }
+
+    /// Step 4: each host's entry. Hosts that need only cleartext may share a parent entry (offered as the
+    /// alternative); the rest get an entry of their own.
+    private func hostEntries(_ needs: [String: Needs], decisions: [Decision?]) -> Edits {
+        var edits = Edits()
         var cleartextOnly: Set<String> = []
         for (host, hostNeeds) in needs {
             let onlyCleartext = hostNeeds.cleartext && hostNeeds.minimumVersion == nil && !hostNeeds.forwardSecrecyOff
             if onlyCleartext, case .name = hostNeeds.decision.destination.host, !ownsExactEntry(hostNeeds.decision) {
                 cleartextOnly.insert(host)
             } else {
-                hostChanges[host] = entryChanges(host: host, needs: hostNeeds)
+                edits.byHost[host] = entryChanges(host: host, needs: hostNeeds)
             }
         }
-        var alternatives: [String: ConsolidatedFix] = [:]
         for group in parentGroups(cleartextOnly, decisions: decisions) {
-            for member in group.hosts { alternatives[member] = group }
+            for member in group.hosts { edits.alternatives[member] = group }
         }
-        for host in cleartextOnly { hostChanges[host] = entryChanges(host: host, needs: needs[host]!) }
-        // Said where it matters: insecure loads also turn certificate checks off for the host's HTTPS (R10, R15).
+        for host in cleartextOnly { edits.byHost[host] = entryChanges(host: host, needs: needs[host]!) }
+        return edits
+    }
+
+    /// Step 5: said where it matters: insecure loads also turn certificate checks off for the host's HTTPS
+    /// (R10, R15).
+    private func certificateScopes(_ needs: [String: Needs], hosts: [String?]) -> [String: String] {
+        var scopes: [String: String] = [:]
         let httpsHosts = Set(traffic.indices.filter { traffic[$0].scheme == Scheme.https.rawValue }.compactMap { hosts[$0] })
         for (host, hostNeeds) in needs where (hostNeeds.cleartext || hostNeeds.anyCipher) && httpsHosts.contains(host) {
             let note = "NSExceptionAllowsInsecureHTTPLoads also turns certificate checks off for \(host)'s HTTPS loads"
             scopes[host] = scopes[host].map { $0 + "; " + note } ?? note
         }
+        return scopes
+    }
 
-        var narrowest = globalChanges
-        var consolidated = globalChanges
+    /// Step 6: every change once, the global key first, then the hosts by name: each host's own keys
+    /// (narrowest), or its parent entry where one is proven (consolidated).
+    private func changeLists(_ edits: Edits) -> (narrowest: [PolicyChange], consolidated: [PolicyChange]) {
+        var narrowest = edits.global
+        var consolidated = edits.global
         var seen: Set<[String]> = [], seenConsolidated: Set<[String]> = []
-        for host in hostChanges.keys.sorted() {
-            for change in hostChanges[host]! where seen.insert(change.keyPath).inserted { narrowest.append(change) }
-            for change in alternatives[host]?.changes ?? hostChanges[host]! where seenConsolidated.insert(change.keyPath).inserted {
+        for host in edits.byHost.keys.sorted() {
+            let own = edits.byHost[host]!
+            for change in own where seen.insert(change.keyPath).inserted { narrowest.append(change) }
+            for change in edits.alternatives[host]?.changes ?? own where seenConsolidated.insert(change.keyPath).inserted {
                 consolidated.append(change)
             }
         }
+        return (narrowest, consolidated)
+    }
 
+    /// Step 7: each blocked destination's fix, verified by deciding the destination again under the
+    /// policy with its changes.
+    private func verifiedFixes(_ edits: Edits, unfixable: [Int: [(Finding, String)]], decisions: [Decision?],
+                               hosts: [String?]) -> [DestinationFix?] {
         var fixes: [DestinationFix?] = Array(repeating: nil, count: traffic.count)
         var verifier: (key: String, judge: DestinationJudge)?
         for (index, found) in findings.enumerated() where !found.isEmpty {
@@ -186,10 +249,10 @@ struct FixPlanner {
             fix.unfixable = unfixable[index] ?? []
             let decision = decisions[index]
             let host = hosts[index]
-            if case .global(_, .localNetworkingNo?)? = decision?.basis { fix.changes = globalChanges }
-            if let host, let changes = hostChanges[host] { fix.changes += changes }
-            fix.scope = host.flatMap { scopes[$0] }
-            fix.alternative = host.flatMap { alternatives[$0] }
+            if case .global(_, .localNetworkingNo?)? = decision?.basis { fix.changes = edits.global }
+            if let host, let changes = edits.byHost[host] { fix.changes += changes }
+            fix.scope = host.flatMap { edits.scopes[$0] }
+            fix.alternative = host.flatMap { edits.alternatives[$0] }
             // One judge per host: a host's ports and schemes share its changes, and sit next to each other
             // (destinations are sorted by host), so only the last judge is kept.
             let cacheKey = (host ?? traffic[index].host) + (fix.changes.isEmpty ? "" : " changed")
@@ -202,7 +265,7 @@ struct FixPlanner {
             fix.verified = remaining == Set(fix.unfixable.map(\.finding.reason))
             fixes[index] = fix
         }
-        return (fixes, narrowest, consolidated)
+        return fixes
     }
 
     /// The host has an app entry of its own (an exact key), which is where its keys belong.
@@ -257,16 +320,7 @@ struct FixPlanner {
     /// ancestor shared by two or more of `hosts`, accepted only when the engine shows that every member's
     /// cleartext block goes and every other recorded destination under it keeps its decision.
     private func parentGroups(_ hosts: Set<String>, decisions: [Decision?]) -> [ConsolidatedFix] {
-        var candidates: [String: Set<String>] = [:]
-        for host in hosts {
-            var labels = host.split(separator: ".", omittingEmptySubsequences: false)
-            while labels.count > 2 {
-                labels.removeFirst()
-                let parent = labels.joined(separator: ".")
-                if FixPlanner.sharedSuffixes.contains(parent) { break }
-                candidates[parent, default: []].insert(host)
-            }
-        }
+        let candidates = parentCandidates(hosts)
         // The recorded destinations under each candidate (the name itself or a subdomain), found once.
         var under: [String: [Int]] = [:]
         for (index, decision) in decisions.enumerated() {
@@ -293,30 +347,53 @@ struct FixPlanner {
                 .setEntryKey(domain: parent, key: ATSKey.exceptionAllowsInsecureHTTPLoads, value: .bool(true)),
             ]
             let candidate = DestinationJudge(policy: Policy(source.applying(changes)), options: options)
-            var accepted = true
-            var covered = 0
-            for index in under[parent] ?? [] {
-                let recorded = traffic[index]
-                guard let before = decisions[index] else { continue }
-                let host = before.destination.host.description
-                if members.contains(host) {
-                    covered += 1
-                    // Members keep nothing ATS-blocked apart from what no key fixes.
-                    let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
-                    if !left.isEmpty { accepted = false; break }
-                } else {
-                    if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
-                        accepted = false
-                        break
-                    }
-                }
-            }
-            guard accepted else { continue }
+            guard let covered = provenCoverage(candidate, members: members, under: under[parent] ?? [],
+                                               decisions: decisions) else { continue }
             assigned.formUnion(members)
             let count = under[parent]?.count ?? 0
             groups.append(ConsolidatedFix(parent: parent, changes: changes, hosts: members.sorted(), destinations: covered,
                                           others: count - covered))
         }
         return groups
+    }
+
+    /// The ancestors of `hosts` (two labels or more, stopping at a shared suffix), each with the hosts under
+    /// it.
+    private func parentCandidates(_ hosts: Set<String>) -> [String: Set<String>] {
+        var candidates: [String: Set<String>] = [:]
+        for host in hosts {
+            var labels = host.split(separator: ".", omittingEmptySubsequences: false)
+            while labels.count > 2 {
+                labels.removeFirst()
+                let parent = labels.joined(separator: ".")
+                if FixPlanner.sharedSuffixes.contains(parent) { break }
+                candidates[parent, default: []].insert(host)
+            }
+        }
+        return candidates
+    }
+
+    /// How many of the recorded destinations `under` a parent entry belong to `members`, when the policy
+    /// with that entry (`candidate`) is proven over all of them; nil when a member keeps an ATS block
+    /// that a key could fix, or another destination under it is decided differently.
+    private func provenCoverage(_ candidate: DestinationJudge, members: Set<String>, under: [Int],
+                                decisions: [Decision?]) -> Int? {
+        var covered = 0
+        for index in under {
+            let recorded = traffic[index]
+            guard let before = decisions[index] else { continue }
+            let host = before.destination.host.description
+            if members.contains(host) {
+                covered += 1
+                // Members keep nothing ATS-blocked apart from what no key fixes.
+                let left = candidate.findings(recorded).filter { $0.isATS && !$0.reason.hasPrefix("certificate-") }
+                if !left.isEmpty { return nil }
+            } else {
+                if !judge.decidesAlike(recorded, candidate) || candidate.findings(recorded) != findings[index] {
+                    return nil
+                }
+            }
+        }
+        return covered
     }
 }

@@ -18,11 +18,16 @@ struct UnusedKeyFinder {
     let judge: DestinationJudge
 
     func find() -> [UnusedKey] {
-        let policy = judge.engine.policy
         // Every load context recorded counts: a media load may be what NSAllowsArbitraryLoadsForMedia is for.
         let decisions = traffic.flatMap(judge.decisions)
-        var unused: [UnusedKey] = []
+        return unusedEntries(decisions) + unusedGlobalKeys() + unusedPins(decisions)
+    }
 
+    /// The app's exception entries no recorded decision used, each with what decided its domain's loads
+    /// instead.
+    private func unusedEntries(_ decisions: [Decision]) -> [UnusedKey] {
+        let policy = judge.engine.policy
+        var unused: [UnusedKey] = []
         var used: Set<String> = []
         for decision in decisions {
             if let entry = decision.exception?.entry, !entry.isBuiltin { used.insert(entry.key) }
@@ -58,7 +63,12 @@ struct UnusedKeyFinder {
             }
             unused.append(UnusedKey(change: .removeEntry(domain: key), note: note))
         }
+        return unused
+    }
 
+    /// The global keys whose removal changes no recorded decision.
+    private func unusedGlobalKeys() -> [UnusedKey] {
+        var unused: [UnusedKey] = []
         let globals = [ATSKey.allowsArbitraryLoads, ATSKey.allowsArbitraryLoadsForMedia,
                        ATSKey.allowsArbitraryLoadsInWebContent, ATSKey.allowsLocalNetworking]
         for key in globals where source.dictionary[key] != nil {
@@ -71,14 +81,18 @@ struct UnusedKeyFinder {
             }
             unused.append(UnusedKey(change: .removeGlobal(key: key), note: note))
         }
+        return unused
+    }
 
+    /// The pins of NSPinnedDomains that no recorded HTTPS load was pinned by.
+    private func unusedPins(_ decisions: [Decision]) -> [UnusedKey] {
+        let policy = judge.engine.policy
         var pinned: Set<String> = []
         for decision in decisions where decision.destination.scheme == .https {
             if let pin = judge.engine.pinnedDomain(for: decision.destination.host) { pinned.insert(pin.key) }
         }
-        for key in policy.pinnedDomains.keys.sorted() where !pinned.contains(key) {
-            unused.append(UnusedKey(change: .removePin(domain: key), note: "no recorded HTTPS load went to a host it pins"))
+        return policy.pinnedDomains.keys.sorted().filter { !pinned.contains($0) }.map { key in
+            UnusedKey(change: .removePin(domain: key), note: "no recorded HTTPS load went to a host it pins")
         }
-        return unused
     }
 }

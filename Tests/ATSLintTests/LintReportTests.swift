@@ -233,7 +233,7 @@ import Testing
     }
 }
 
-/// Each lint rule is one type (Lint/Checks/): the list of types covers every id once, in `LintRule` order.
+/// Each lint rule is one type (Rules/): the list of types covers every id once, in `LintRule` order.
 @Suite struct LintRuleTypeTests {
     @Test func everyRuleHasExactlyOneType() {
         #expect(Lints.all.map { $0.rule } == LintRule.allCases)
@@ -241,7 +241,7 @@ import Testing
 
     @Test(arguments: LintRule.allCases)
     func theRuleReadsItsTextsFromItsType(rule: LintRule) {
-        let type = rule.check
+        let type = rule.definition
         #expect(type.rule == rule)
         #expect(rule.severity == type.severity && rule.title == type.title && rule.help == type.help)
     }

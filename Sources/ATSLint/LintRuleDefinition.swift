@@ -1,9 +1,9 @@
 import ATSPolicy
 /// One lint rule as a type: the id (a `LintRule` case, which scripts and SARIF depend on), the severity,
 /// whether App Review asks for a justification, the texts SARIF shows, and the message of one finding,
-/// built from what the check found. The checks (GlobalKeyRules.swift and the others) decide when a
-/// rule applies; the rule's type says everything about it.
-package protocol LintCheck: Sendable {
+/// built from what the pass found. The passes (GlobalKeyPass.swift and the others) decide when a rule
+/// applies; the rule's type, in Rules/, says everything about it.
+package protocol LintRuleDefinition: Sendable {
     static var rule: LintRule { get }
     static var severity: LintSeverity { get }
     /// App Review asks for a justification of the key this rule reports.
@@ -20,14 +20,14 @@ package protocol LintCheck: Sendable {
     var message: String { get }
 }
 
-extension LintCheck {
+extension LintRuleDefinition {
     static var justification: Bool { false }
 }
 
-/// The lint rules' types (Lint/Checks/), and the one list of them.
+/// The lint rules' types (Rules/), and the one list of them.
 package enum Lints {
     /// Every rule's type, in `LintRule` order (a test checks that each case has exactly one).
-    static let all: [any LintCheck.Type] = [
+    static let all: [any LintRuleDefinition.Type] = [
         ArbitraryLoads.self, ArbitraryLoadsIgnored.self, ArbitraryLoadsForMedia.self, ArbitraryLoadsInWebContent.self,
         LocalNetworking.self, LocalNetworkingRevoked.self, KeyNotInProfile.self,
         NotABoolean.self, NotADictionary.self,
@@ -43,16 +43,17 @@ package enum Lints {
         DuplicateKey.self, DuplicateKeySameValue.self,
     ]
 
-    static let byRule: [LintRule: any LintCheck.Type] = Dictionary(all.map { ($0.rule, $0) }) { first, _ in first }
+    static let byRule: [LintRule: any LintRuleDefinition.Type] =
+        Dictionary(all.map { ($0.rule, $0) }) { first, _ in first }
 }
 
 /// The domain-key rules that report a name key that never matches: the message is the key's, whichever
 /// of its problems names the rule (the first in `checkNameKey`'s order).
-package protocol NeverMatchingKeyCheck: LintCheck {
+package protocol NeverMatchingKeyRule: LintRuleDefinition {
     var key: NeverMatchingNameKey { get }
 }
 
-extension NeverMatchingKeyCheck {
+extension NeverMatchingKeyRule {
     var message: String { key.text }
 }
 

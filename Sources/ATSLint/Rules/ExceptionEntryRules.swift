@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// NSExceptionAllowsInsecureHTTPLoads=YES allows cleartext HTTP
-    struct InsecureHTTPLoads: LintCheck {
+    struct InsecureHTTPLoads: LintRuleDefinition {
         static let rule = LintRule.insecureHTTPLoads
         static let severity = LintSeverity.medium
         static let justification = true
@@ -25,7 +25,7 @@ extension Lints {
     }
 
     /// NSExceptionMinimumTLSVersion below TLSv1.2
-    struct WeakMinimumTLSVersion: LintCheck {
+    struct WeakMinimumTLSVersion: LintRuleDefinition {
         static let rule = LintRule.weakMinimumTLSVersion
         static let severity = LintSeverity.medium
         static let justification = true
@@ -46,7 +46,7 @@ extension Lints {
     }
 
     /// NSExceptionMinimumTLSVersion value is not recognised
-    struct InvalidMinimumTLSVersion: LintCheck {
+    struct InvalidMinimumTLSVersion: LintRuleDefinition {
         static let rule = LintRule.invalidMinimumTLSVersion
         static let severity = LintSeverity.error
         static let specRules = ["R4"]
@@ -70,7 +70,7 @@ extension Lints {
     }
 
     /// NSExceptionRequiresForwardSecrecy=NO
-    struct ForwardSecrecyDisabled: LintCheck {
+    struct ForwardSecrecyDisabled: LintRuleDefinition {
         static let rule = LintRule.forwardSecrecyDisabled
         static let severity = LintSeverity.medium
         static let specRules = ["R14"]
@@ -89,7 +89,7 @@ extension Lints {
     }
 
     /// Entry replaces a built-in exception
-    struct ReplacesBuiltin: LintCheck {
+    struct ReplacesBuiltin: LintRuleDefinition {
         static let rule = LintRule.replacesBuiltin
         static let severity = LintSeverity.info
         static let specRules = ["R9"]
@@ -116,7 +116,7 @@ extension Lints {
     }
 
     /// Exception entry re-enables ATS for its host
-    struct ExceptionEnforcesATS: LintCheck {
+    struct ExceptionEnforcesATS: LintRuleDefinition {
         static let rule = LintRule.exceptionEnforcesATS
         static let severity = LintSeverity.info
         static let specRules = ["R10"]

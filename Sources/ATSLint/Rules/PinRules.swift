@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// NSPinnedDomains key that is an IP address
-    struct PinnedIPKey: LintCheck {
+    struct PinnedIPKey: LintRuleDefinition {
         static let rule = LintRule.pinnedIPKey
         static let severity = LintSeverity.error
         static let specRules = ["R17"]
@@ -20,7 +20,7 @@ extension Lints {
     }
 
     /// Pinned domain without identities
-    struct PinNoIdentities: LintCheck {
+    struct PinNoIdentities: LintRuleDefinition {
         static let rule = LintRule.pinNoIdentities
         static let severity = LintSeverity.error
         static let specRules = ["R17"]
@@ -37,7 +37,7 @@ extension Lints {
     }
 
     /// Identity list that is not an array
-    struct PinIdentitiesNotArray: LintCheck {
+    struct PinIdentitiesNotArray: LintRuleDefinition {
         static let rule = LintRule.pinIdentitiesNotArray
         static let severity = LintSeverity.error
         static let specRules = ["R17"]
@@ -57,7 +57,7 @@ extension Lints {
     }
 
     /// Identity array with no valid identity
-    struct PinIdentitiesEmpty: LintCheck {
+    struct PinIdentitiesEmpty: LintRuleDefinition {
         static let rule = LintRule.pinIdentitiesEmpty
         static let severity = LintSeverity.error
         static let specRules = ["R17"]
@@ -79,7 +79,7 @@ extension Lints {
     }
 
     /// Invalid pinned identity
-    struct PinIdentityInvalid: LintCheck {
+    struct PinIdentityInvalid: LintRuleDefinition {
         static let rule = LintRule.pinIdentityInvalid
         static let severity = LintSeverity.error
         static let specRules = ["R17"]
@@ -122,7 +122,7 @@ extension Lints {
     }
 
     /// NSIncludesSubdomains in a pinned domain covers one level
-    struct PinIncludesSubdomains: LintCheck {
+    struct PinIncludesSubdomains: LintRuleDefinition {
         static let rule = LintRule.pinIncludesSubdomains
         static let severity = LintSeverity.info
         static let specRules = ["R17"]

@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// Key written twice with different values
-    struct DuplicateKey: LintCheck {
+    struct DuplicateKey: LintRuleDefinition {
         static let rule = LintRule.duplicateKey
         static let severity = LintSeverity.error
         static let specRules = ["R2", "R3", "R5"]
@@ -17,7 +17,7 @@ extension Lints {
     }
 
     /// Key written twice with the same value
-    struct DuplicateKeySameValue: LintCheck {
+    struct DuplicateKeySameValue: LintRuleDefinition {
         static let rule = LintRule.duplicateKeySameValue
         static let severity = LintSeverity.medium
         static let specRules = ["R2", "R3", "R5"]

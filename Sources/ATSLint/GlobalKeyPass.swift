@@ -42,7 +42,7 @@ extension LintPass {
     }
 
     private mutating func checkContextKeys() {
-        let contexts: [(key: String, yes: any LintCheck)] = [
+        let contexts: [(key: String, yes: any LintRuleDefinition)] = [
             (Lints.ArbitraryLoadsForMedia.key, Lints.ArbitraryLoadsForMedia()),
             (Lints.ArbitraryLoadsInWebContent.key, Lints.ArbitraryLoadsInWebContent()),
         ]

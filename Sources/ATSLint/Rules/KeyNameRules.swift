@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// Misspelled key
-    struct MisspelledKey: LintCheck {
+    struct MisspelledKey: LintRuleDefinition {
         static let rule = LintRule.misspelledKey
         static let severity = LintSeverity.error
         static let specRules = ["R2", "R3"]
@@ -33,7 +33,7 @@ extension Lints {
     }
 
     /// Key at the wrong level
-    struct MisplacedKey: LintCheck {
+    struct MisplacedKey: LintRuleDefinition {
         static let rule = LintRule.misplacedKey
         static let severity = LintSeverity.error
         static let specRules = ["R2", "R3"]
@@ -69,7 +69,7 @@ extension Lints {
     }
 
     /// Legacy exception key
-    struct LegacyKey: LintCheck {
+    struct LegacyKey: LintRuleDefinition {
         static let rule = LintRule.legacyKey
         static let severity = LintSeverity.error
         static let specRules = ["R2"]
@@ -98,7 +98,7 @@ extension Lints {
     }
 
     /// Unknown key
-    struct UnknownKey: LintCheck {
+    struct UnknownKey: LintRuleDefinition {
         static let rule = LintRule.unknownKey
         static let severity = LintSeverity.medium
         static let specRules = ["R2", "R3"]
@@ -119,7 +119,7 @@ extension Lints {
     }
 
     /// Obsolete NSRequiresCertificateTransparency
-    struct CertificateTransparencyKey: LintCheck {
+    struct CertificateTransparencyKey: LintRuleDefinition {
         static let rule = LintRule.certificateTransparencyKey
         static let severity = LintSeverity.low
         static let specRules = ["R16"]

@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// Empty domain key
-    struct DomainKeyEmpty: LintCheck {
+    struct DomainKeyEmpty: LintRuleDefinition {
         static let rule = LintRule.domainKeyEmpty
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -19,7 +19,7 @@ extension Lints {
     }
 
     /// Domain key with a scheme
-    struct DomainKeyScheme: NeverMatchingKeyCheck {
+    struct DomainKeyScheme: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyScheme
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -31,7 +31,7 @@ extension Lints {
     }
 
     /// Domain key with a path
-    struct DomainKeyPath: NeverMatchingKeyCheck {
+    struct DomainKeyPath: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyPath
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -43,7 +43,7 @@ extension Lints {
     }
 
     /// Domain key with a port
-    struct DomainKeyPort: NeverMatchingKeyCheck {
+    struct DomainKeyPort: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyPort
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -55,7 +55,7 @@ extension Lints {
     }
 
     /// Domain key with a wildcard
-    struct DomainKeyWildcard: NeverMatchingKeyCheck {
+    struct DomainKeyWildcard: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyWildcard
         static let severity = LintSeverity.error
         static let specRules = ["R5", "R7"]
@@ -67,7 +67,7 @@ extension Lints {
     }
 
     /// Domain key with white space
-    struct DomainKeyWhitespace: NeverMatchingKeyCheck {
+    struct DomainKeyWhitespace: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyWhitespace
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -79,7 +79,7 @@ extension Lints {
     }
 
     /// Domain key with uppercase letters
-    struct DomainKeyUppercase: NeverMatchingKeyCheck {
+    struct DomainKeyUppercase: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyUppercase
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -92,7 +92,7 @@ extension Lints {
     }
 
     /// Domain key that is not a host name
-    struct DomainKeyInvalid: NeverMatchingKeyCheck {
+    struct DomainKeyInvalid: NeverMatchingKeyRule {
         static let rule = LintRule.domainKeyInvalid
         static let severity = LintSeverity.error
         static let specRules = ["R5"]
@@ -104,7 +104,7 @@ extension Lints {
     }
 
     /// Domain key with a trailing dot
-    struct DomainKeyTrailingDot: LintCheck {
+    struct DomainKeyTrailingDot: LintRuleDefinition {
         static let rule = LintRule.domainKeyTrailingDot
         static let severity = LintSeverity.low
         static let specRules = ["R5"]
@@ -133,7 +133,7 @@ extension Lints {
     }
 
     /// Key that looks like an IP address but is not one
-    struct IPKeyInvalid: LintCheck {
+    struct IPKeyInvalid: LintRuleDefinition {
         static let rule = LintRule.ipKeyInvalid
         static let severity = LintSeverity.error
         static let specRules = ["R8"]
@@ -161,7 +161,7 @@ extension Lints {
     }
 
     /// IP key not in canonical form
-    struct IPKeyNotCanonical: LintCheck {
+    struct IPKeyNotCanonical: LintRuleDefinition {
         static let rule = LintRule.ipKeyNotCanonical
         static let severity = LintSeverity.error
         static let specRules = ["R5", "R8"]
@@ -181,7 +181,7 @@ extension Lints {
     }
 
     /// Invalid CIDR key
-    struct CIDRInvalid: LintCheck {
+    struct CIDRInvalid: LintRuleDefinition {
         static let rule = LintRule.cidrInvalid
         static let severity = LintSeverity.error
         static let specRules = ["R8"]
@@ -201,7 +201,7 @@ extension Lints {
     }
 
     /// CIDR key with host bits set
-    struct CIDRHostBits: LintCheck {
+    struct CIDRHostBits: LintRuleDefinition {
         static let rule = LintRule.cidrHostBits
         static let severity = LintSeverity.low
         static let specRules = ["R8"]
@@ -220,7 +220,7 @@ extension Lints {
     }
 
     /// Two keys for the same address or network
-    struct DuplicateIPKey: LintCheck {
+    struct DuplicateIPKey: LintRuleDefinition {
         static let rule = LintRule.duplicateIPKey
         static let severity = LintSeverity.error
         static let specRules = ["R8"]
@@ -248,7 +248,7 @@ extension Lints {
     }
 
     /// IP or CIDR key under a profile before iOS 17
-    struct IPKeyUnsupported: LintCheck {
+    struct IPKeyUnsupported: LintRuleDefinition {
         static let rule = LintRule.ipKeyUnsupported
         static let severity = LintSeverity.error
         static let specRules = ["R8"]
@@ -270,7 +270,7 @@ extension Lints {
     }
 
     /// IP or CIDR key honoured from iOS 17
-    struct IPKeyRequiresIOS17: LintCheck {
+    struct IPKeyRequiresIOS17: LintRuleDefinition {
         static let rule = LintRule.ipKeyRequiresIOS17
         static let severity = LintSeverity.info
         static let specRules = ["R8"]
@@ -288,7 +288,7 @@ extension Lints {
     }
 
     /// NSIncludesSubdomains on an IP or CIDR key
-    struct IncludesSubdomainsOnIP: LintCheck {
+    struct IncludesSubdomainsOnIP: LintRuleDefinition {
         static let rule = LintRule.includesSubdomainsOnIP
         static let severity = LintSeverity.low
         static let specRules = ["R8"]

@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// Boolean key with a value that is not a boolean
-    struct NotABoolean: LintCheck {
+    struct NotABoolean: LintRuleDefinition {
         static let rule = LintRule.notABoolean
         static let severity = LintSeverity.error
         static let specRules = ["R1"]
@@ -56,7 +56,7 @@ extension Lints {
     }
 
     /// Value that must be a dictionary is not one
-    struct NotADictionary: LintCheck {
+    struct NotADictionary: LintRuleDefinition {
         static let rule = LintRule.notADictionary
         static let severity = LintSeverity.error
         static let specRules = ["R3", "R17"]

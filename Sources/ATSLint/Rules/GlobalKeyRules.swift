@@ -3,7 +3,7 @@ import ATSPolicy
 /// Each type is one lint rule: its id, severity, justification flag, texts and message together.
 extension Lints {
     /// NSAllowsArbitraryLoads=YES turns ATS off
-    struct ArbitraryLoads: LintCheck {
+    struct ArbitraryLoads: LintRuleDefinition {
         static let rule = LintRule.arbitraryLoads
         static let severity = LintSeverity.high
         static let justification = true
@@ -23,7 +23,7 @@ extension Lints {
     }
 
     /// NSAllowsArbitraryLoads=YES is ignored
-    struct ArbitraryLoadsIgnored: LintCheck {
+    struct ArbitraryLoadsIgnored: LintRuleDefinition {
         static let rule = LintRule.arbitraryLoadsIgnored
         static let severity = LintSeverity.error
         static let justification = true
@@ -50,7 +50,7 @@ extension Lints {
     }
 
     /// NSAllowsArbitraryLoadsForMedia=YES turns ATS off for media
-    struct ArbitraryLoadsForMedia: LintCheck {
+    struct ArbitraryLoadsForMedia: LintRuleDefinition {
         static let rule = LintRule.arbitraryLoadsForMedia
         static let severity = LintSeverity.medium
         static let justification = true
@@ -72,7 +72,7 @@ extension Lints {
     }
 
     /// NSAllowsArbitraryLoadsInWebContent=YES turns ATS off for web content
-    struct ArbitraryLoadsInWebContent: LintCheck {
+    struct ArbitraryLoadsInWebContent: LintRuleDefinition {
         static let rule = LintRule.arbitraryLoadsInWebContent
         static let severity = LintSeverity.medium
         static let justification = true
@@ -92,7 +92,7 @@ extension Lints {
     }
 
     /// NSAllowsLocalNetworking=YES exempts local destinations
-    struct LocalNetworking: LintCheck {
+    struct LocalNetworking: LintRuleDefinition {
         static let rule = LintRule.localNetworking
         static let severity = LintSeverity.info
         static let specRules = ["R11", "R12"]
@@ -111,7 +111,7 @@ extension Lints {
     }
 
     /// NSAllowsLocalNetworking present and not YES revokes the local exemption
-    struct LocalNetworkingRevoked: LintCheck {
+    struct LocalNetworkingRevoked: LintRuleDefinition {
         static let rule = LintRule.localNetworkingRevoked
         static let severity = LintSeverity.low
         static let specRules = ["R11"]
@@ -130,7 +130,7 @@ extension Lints {
     }
 
     /// Key not honoured by the selected profile
-    struct KeyNotInProfile: LintCheck {
+    struct KeyNotInProfile: LintRuleDefinition {
         static let rule = LintRule.keyNotInProfile
         static let severity = LintSeverity.info
         static let specRules = ["R12", "R17"]
