@@ -9,7 +9,8 @@ import PackageDescription
 //   3. I/O: EventLoops (the Dispatch loops on POSIX), DNS (the resolver on the loops);
 //   4. the proxy: ProxyAccess (who may use it, with which policy), DecisionLog (the record and where
 //      it goes), then ProxyCore (the connection);
-//   5. the operator's side: Admin (admin listener, metrics, live page), ATSReport (the gate's verdict);
+//   5. the operator's side: Admin (admin listener, metrics, live page), TrafficLogs (decision logs and
+//      HAR read and grouped), ATSReport (the gate's verdict);
 //   6. the executable, atsgate: arguments, config, wiring.
 let package = Package(
     name: "atsgate",
@@ -90,9 +91,12 @@ let package = Package(
                                                "ProxyCore"],
                 resources: [.embedInCode("Resources/live-page.html")],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
-        // `atsgate report`: decision logs read (plain or gzip), grouped per app and destination,
-        // judged again under the app's policy, and rendered.
-        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSLint", "TLSWire", "CSystemZlib"]),
+        // Decision logs and HAR captures read (plain or gzip, in parallel when large) and grouped per
+        // app and destination: the evidence `atsgate report` judges.
+        .target(name: "TrafficLogs", dependencies: ["ATSPolicy", "TLSWire", "CSystemZlib"]),
+        // `atsgate report`: the grouped traffic judged again under each app's policy, the fixes, and
+        // the renderings.
+        .target(name: "ATSReport", dependencies: ["ATSPolicy", "ATSLint", "TLSWire", "TrafficLogs"]),
 
         // 6. The executable: argument parsing and wiring, nothing else.
         .executableTarget(
@@ -150,7 +154,7 @@ let package = Package(
         .testTarget(name: "ProxyCoreTests",
                     dependencies: ["ProxyCore", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),
-        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "ATSPolicy", "TestSupport"]),
+        .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "TrafficLogs", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.
         .testTarget(name: "CLITests", dependencies: ["atsgate", "TestSupport"]),
     ]

@@ -1,4 +1,5 @@
 import Foundation
+import TrafficLogs
 
 /// A finding's state against `--baseline`, in SARIF's words (`baselineState`).
 public enum BaselineState: String, Sendable {

@@ -1,5 +1,6 @@
 import ATSPolicy
 import TLSWire
+import TrafficLogs
 
 /// Why a destination would be blocked, found by deciding it again under a policy.
 public struct Finding: Hashable, Sendable, Comparable {
@@ -92,7 +93,7 @@ public struct DestinationJudge: Sendable {
             }
             for handshake in traffic.handshakes {
                 guard let version = DestinationJudge.wireVersion(handshake.version) else { continue }
-                let suite = handshake.cipher.flatMap(DestinationJudge.suiteCode)
+                let suite = handshake.cipher.flatMap(CipherSuiteName.code)
                 if let violation = requirements.wireViolation(version: version, suite: suite ?? 0x1301 /* judged below */,
                                                               host: host, versionName: handshake.version,
                                                               suiteName: handshake.cipher ?? "?") {
@@ -144,22 +145,9 @@ public struct DestinationJudge: Sendable {
         return nil
     }
 
-    private static let suiteCodes: [String: UInt16] = {
-        var codes: [String: UInt16] = [:]
-        for (code, name) in CipherSuite.names { codes[name] = code }
-        return codes
-    }()
-
-    /// A suite's IANA code from its name as the log writes it (or `0xC0FF` for one the table lacks).
-    static func suiteCode(_ name: String) -> UInt16? {
-        if let code = suiteCodes[name] { return code }
-        if name.hasPrefix("0x"), let value = UInt16(name.dropFirst(2), radix: 16) { return value }
-        return nil
-    }
-
     /// The suite needs RSA key exchange (forward secrecy off is enough) rather than no restriction at all.
     static func isRSAKeyExchange(_ name: String) -> Bool {
-        guard let code = suiteCode(name) else { return false }
+        guard let code = CipherSuiteName.code(name) else { return false }
         return Requirements(cleartextAllowed: false, minimumTLSVersion: nil, forwardSecrecy: false,
                             certificateChecks: true).cipherPolicy.allows(suite: code, version: 0x0303)
     }

@@ -1,4 +1,5 @@
 import ATSPolicy
+import TrafficLogs
 
 /// The narrowest change to an app's dictionary that lets a blocked destination through, or why no key can.
 public struct DestinationFix: Sendable {
@@ -152,7 +153,7 @@ struct FixPlanner {
         case BlockReason.cipherSuite.rawValue:
             let weak = traffic[index].handshakes.compactMap(\.cipher)
                 .filter { !decision.requirements.cipherPolicy.allows(
-                    suite: DestinationJudge.suiteCode($0) ?? 0, version: 0x0303) }
+                    suite: CipherSuiteName.code($0) ?? 0, version: 0x0303) }
             hostNeeds.forwardSecrecyOff = true
             if !weak.allSatisfy(DestinationJudge.isRSAKeyExchange) { hostNeeds.anyCipher = true }
         case BlockReason.certificatePin.rawValue:

@@ -1,4 +1,5 @@
 import ATSPolicy
+import TrafficLogs
 
 /// One edit of an app's ATS dictionary: what the report suggests adding or removing.
 public enum PolicyChange: Equatable, Sendable {

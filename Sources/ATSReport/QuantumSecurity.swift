@@ -1,4 +1,5 @@
 import TLSWire
+import TrafficLogs
 
 /// Whether a destination's server is quantum-secure for a client that offers a post-quantum key
 /// exchange (iOS 26 offers X25519MLKEM768 in every TLS 1.3 ClientHello).

@@ -1,5 +1,6 @@
 import ATSLint
 import ATSPolicy
+import TrafficLogs
 
 extension Report {
     /// One self-contained page: styles inline, charts as inline SVG (decisions over time, by reason), the

@@ -251,6 +251,7 @@ extension PlistValue {
 }
 
 import Foundation
+import TrafficLogs
 
 extension AbsentFinding {
     var json: JSONValue {

@@ -1,5 +1,6 @@
 import ATSLint
 import ATSPolicy
+import TrafficLogs
 
 extension Report {
     /// JUnit XML for CI test views: one test suite per app, one test case per destination, a failure

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+import TrafficLogs
 
 extension Report {
     /// The suggested `NSAppTransportSecurity` as an XML property list: for one app an Info.plist fragment

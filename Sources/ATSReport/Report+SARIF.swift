@@ -1,5 +1,6 @@
 import ATSLint
 import ATSPolicy
+import TrafficLogs
 
 extension Report {
     /// The rules of the report's SARIF results, in `tool.driver.rules` order.

@@ -1,5 +1,6 @@
 import ATSLint
 import ATSPolicy
+import TrafficLogs
 
 extension Report {
     /// What a person reads in a CI log: the counts, then what would break with its fix, then unused keys.

@@ -1,5 +1,6 @@
 import ATSPolicy
 import Foundation
+@_exported import TrafficLogs
 
 /// A policy file given to `atsgate report`, with the app ID it stands for when one was given (`ID=FILE`).
 public struct ReportPolicy: Sendable {

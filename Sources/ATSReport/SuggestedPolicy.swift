@@ -1,4 +1,5 @@
 import ATSPolicy
+import TrafficLogs
 
 /// The app's dictionary with the needed exceptions added and the unused keys removed, and the proof:
 /// every recorded destination decided again under it.

@@ -1,4 +1,5 @@
 import ATSPolicy
+import TrafficLogs
 
 /// A key of the app's dictionary that no recorded decision used: a candidate to remove.
 public struct UnusedKey: Sendable {

@@ -1,7 +1,7 @@
 /// Gives each distinct byte string of a log (a host, a reason, a suite name) a small number, without
 /// making a String per record: the report's memory follows the number of distinct values, and its time
 /// the bytes it reads, not the allocations.
-struct Interner {
+package struct Interner {
     private var storage: [UInt8] = []
     private var offsets: [Int] = [0]
     /// Open addressing: slot -> id + 1 (0 is empty). The load factor stays at or below one half.
@@ -9,10 +9,10 @@ struct Interner {
     private var hashes: [UInt64] = []
     private var strings: [String] = []
 
-    var count: Int { strings.count }
+    package var count: Int { strings.count }
 
     /// The id of `bytes`, added when new.
-    mutating func id(_ bytes: UnsafeRawBufferPointer) -> Int {
+    package mutating func id(_ bytes: UnsafeRawBufferPointer) -> Int {
         let hash = Interner.hash(bytes)
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
@@ -34,12 +34,12 @@ struct Interner {
     }
 
     /// The id of a String (for values decoded from escapes).
-    mutating func id(_ text: String) -> Int {
+    package mutating func id(_ text: String) -> Int {
         var text = text
         return text.withUTF8 { id(UnsafeRawBufferPointer($0)) }
     }
 
-    subscript(id: Int) -> String { strings[id] }
+    package subscript(id: Int) -> String { strings[id] }
 
     private func equals(_ id: Int, _ bytes: UnsafeRawBufferPointer) -> Bool {
         let start = offsets[id], end = offsets[id + 1]

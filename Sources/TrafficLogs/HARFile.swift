@@ -11,21 +11,21 @@ import Glibc
 /// each part therefore reads on until the first entry at or after the next part's start, and the read
 /// is accepted only when every part ended exactly where the next began. Otherwise (or for gzip, and
 /// for small files) it is read again in one pass, which gives the same summary.
-enum HARFile {
+package enum HARFile {
     /// `.har` and `.har.gz`, in any case.
-    static func isHAR(_ path: String) -> Bool {
+    package static func isHAR(_ path: String) -> Bool {
         let lower = path.lowercased()
         return lower.hasSuffix(".har") || lower.hasSuffix(".har.gz")
     }
 
     /// The app a HAR's entries count under without `ID=`: the file's name without `.har` or `.har.gz`.
-    static func defaultApp(_ path: String) -> String {
+    package static func defaultApp(_ path: String) -> String {
         var name = Substring(path.split(separator: "/").last ?? Substring(path))
         for suffix in [".gz", ".har"] where name.lowercased().hasSuffix(suffix) { name = name.dropLast(suffix.count) }
         return String(name)
     }
 
-    static func read(_ path: String, app: String, bufferSize: Int = LogReader.chunkSize, parallelism: Int = 1,
+    package static func read(_ path: String, app: String, bufferSize: Int = LogReader.chunkSize, parallelism: Int = 1,
                      parallelMinimum: Int = 32 << 20) throws(LogReadError) -> TrafficSummary {
         if parallelism > 1, !path.hasSuffix(".gz"), let starts = try partStarts(path, parts: parallelism, minimumSize: parallelMinimum),
            let summary = try readParts(path, app: app, starts: starts, bufferSize: bufferSize) {
@@ -134,10 +134,10 @@ private final class PartStops: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [Int?]
 
-    init(count: Int) { stored = Array(repeating: nil, count: count) }
+    package init(count: Int) { stored = Array(repeating: nil, count: count) }
 
-    func set(_ index: Int, _ value: Int?) { lock.withLock { stored[index] = value } }
-    var values: [Int?] { lock.withLock { stored } }
+    package func set(_ index: Int, _ value: Int?) { lock.withLock { stored[index] = value } }
+    package var values: [Int?] { lock.withLock { stored } }
 }
 
 import Foundation

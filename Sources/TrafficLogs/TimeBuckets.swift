@@ -6,7 +6,7 @@ public struct TimeBuckets: Sendable {
     private var current: Int64 = .min
     private var counts = [Int](repeating: 0, count: LoggedAction.allCases.count)
 
-    mutating func add(time: Int64, action: LoggedAction) {
+    package mutating func add(time: Int64, action: LoggedAction) {
         let minute = time >= 0 ? time / 60_000 : (time - 59_999) / 60_000
         if minute != current {
             flush()
@@ -16,7 +16,7 @@ public struct TimeBuckets: Sendable {
     }
 
     /// Moves the current minute's counts into `minutes`.
-    mutating func flush() {
+    package mutating func flush() {
         guard current != .min else { return }
         if let existing = minutes[current] {
             minutes[current] = zip(existing, counts).map(+)

@@ -35,8 +35,8 @@ public struct TrafficSummaryBuilder {
 
     /// A destination's slot and an interned value: one hash per record and field, no nested arrays.
     private struct Pair: Hashable {
-        var slot: Int
-        var value: Int
+        package var slot: Int
+        package var value: Int
     }
     /// Per reason id: a certificate finding (`certificate-*`).
     private var isCertificateReason: [Bool] = []
@@ -57,12 +57,12 @@ public struct TrafficSummaryBuilder {
     }
 
     /// Starts a HAR input whose entries are `app`'s.
-    mutating func beginHAR(path: String, app: String) {
+    package mutating func beginHAR(path: String, app: String) {
         inputs.append(InputStats(path: path, kind: .har))
         harApp = Array(app.utf8)
     }
 
-    mutating func setCreator(_ creator: String?) {
+    package mutating func setCreator(_ creator: String?) {
         if !inputs.isEmpty { inputs[inputs.count - 1].creator = creator }
     }
 
@@ -103,7 +103,7 @@ public struct TrafficSummaryBuilder {
     /// One entry of a HAR: written as the record a proxy would have logged for the load (scheme, host,
     /// port, time, the TLS version and suite when the capture has them, action `captured`, the error
     /// as the reason), then counted exactly as a log's line.
-    mutating func ingest(entry: HAREntry) {
+    package mutating func ingest(entry: HAREntry) {
         let input = inputs.count - 1
         inputs[input].lines += 1
         if entry.notAnObject { return skip(input, why: "not a JSON object", notRecord: true) }

@@ -68,7 +68,7 @@ extension TrafficSummary {
 
     /// The summaries of a file's parts, in order, as one input: counts summed, the first skipped line
     /// (or entry) numbered from the file's start.
-    static func join(_ parts: [TrafficSummary]) -> TrafficSummary {
+    package static func join(_ parts: [TrafficSummary]) -> TrafficSummary {
         var whole = TrafficSummary()
         var linesBefore = 0
         var input = InputStats(path: parts[0].inputs[0].path, kind: parts[0].inputs[0].kind)
@@ -85,15 +85,15 @@ extension TrafficSummary {
 }
 
 /// The parts of a parallel read, each written by its own worker.
-final class PartResults: @unchecked Sendable {
+package final class PartResults: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [Result<TrafficSummary, LogReadError>?]
 
-    init(count: Int) { stored = Array(repeating: nil, count: count) }
+    package init(count: Int) { stored = Array(repeating: nil, count: count) }
 
-    func set(_ index: Int, _ result: Result<TrafficSummary, LogReadError>) {
+    package func set(_ index: Int, _ result: Result<TrafficSummary, LogReadError>) {
         lock.withLock { stored[index] = result }
     }
 
-    var results: [Result<TrafficSummary, LogReadError>?] { lock.withLock { stored } }
+    package var results: [Result<TrafficSummary, LogReadError>?] { lock.withLock { stored } }
 }

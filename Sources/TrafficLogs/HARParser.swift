@@ -7,11 +7,11 @@
 /// everything else is skipped by its `HARCursor`. Structure is checked as it goes (balanced brackets,
 /// keys, colons and commas where values are read), and a file that is not JSON or ends early is
 /// refused with the byte offset where it went wrong.
-struct HARParser {
+package struct HARParser {
     private var cursor: HARCursor
     private var entry = HAREntry()
     /// A part of a parallel read stops at the first entry that starts at or after this offset...
-    var stopAt = Int.max
+    package var stopAt = Int.max
     /// ...and says where that was (nil when it read to the end of the document).
     private(set) var stoppedAt: Int?
     /// `log.creator`: the tool that wrote the capture (`mitmproxy 11.0.2`).
@@ -20,19 +20,19 @@ struct HARParser {
     private var creatorVersion: [UInt8] = []
 
     /// The longest URL kept (the scheme, host and port are at its start; `data:` URLs run to megabytes).
-    static let urlLimit = 8192
+    package static let urlLimit = 8192
     /// The longest other value kept.
-    static let valueLimit = 256
+    package static let valueLimit = 256
 
-    init(source: ByteSource, bufferSize: Int = LogReader.chunkSize) {
+    package init(source: ByteSource, bufferSize: Int = LogReader.chunkSize) {
         cursor = HARCursor(source: source, bufferSize: bufferSize)
     }
 
     /// Frees the read buffer (the parser is a value; its owner ends it once).
-    func close() { cursor.close() }
+    package func close() { cursor.close() }
 
     /// Parses the whole document, handing each entry to `visit` (entries are numbered from 1).
-    mutating func parse(_ visit: (HAREntry) -> Void) throws(LogReadError) {
+    package mutating func parse(_ visit: (HAREntry) -> Void) throws(LogReadError) {
         try cursor.expect(UInt8(ascii: "{"), "the HAR document (a JSON object)")
         var first = true
         var sawLog = false, sawEntries = false
@@ -89,7 +89,7 @@ struct HARParser {
 
     /// The rest of a document from an entry's start inside `log.entries`, as a later part of a parallel
     /// read sees it: entries, then whatever follows them in `log` and in the document.
-    mutating func parseContinuation(_ visit: (HAREntry) -> Void) throws(LogReadError) {
+    package mutating func parseContinuation(_ visit: (HAREntry) -> Void) throws(LogReadError) {
         try parseEntries(visit, continuing: true)
         if stoppedAt != nil { return }
         var first = false

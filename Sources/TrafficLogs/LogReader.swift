@@ -62,7 +62,7 @@ public struct LogReader: Sendable {
 
     /// Parts of a large plain file for parallel reading: `parts` byte ranges that start at line starts.
     /// Empty for standard input, gzip, and files under `minimumSize` (not worth a thread).
-    func split(_ path: String, parts: Int, minimumSize: Int) throws(LogReadError) -> [Range<Int>] {
+    package func split(_ path: String, parts: Int, minimumSize: Int) throws(LogReadError) -> [Range<Int>] {
         guard path != "-", !path.hasSuffix(".gz"), parts > 1 else { return [] }
         var status = stat()
         guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_size >= minimumSize else { return [] }
@@ -91,7 +91,7 @@ public struct LogReader: Sendable {
     }
 
     /// Calls `line` for every line in `range` of a plain file (which starts at a line start).
-    func read(_ path: String, range: Range<Int>, line: (UnsafeRawBufferPointer) -> Void) throws(LogReadError) {
+    package func read(_ path: String, range: Range<Int>, line: (UnsafeRawBufferPointer) -> Void) throws(LogReadError) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw LogReadError(path: path, problem: "cannot open: \(ByteSource.errnoText())") }
         defer { close(fd) }

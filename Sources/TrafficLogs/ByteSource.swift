@@ -3,18 +3,18 @@ import Glibc
 /// The bytes of one input, pulled a buffer at a time: a file, standard input (`-`), or a `.gz` file
 /// decompressed on the way. Errors name the path. Both readers of the report use it: the decision
 /// log's line splitter and the HAR parser.
-final class ByteSource {
-    let path: String
+package final class ByteSource {
+    package let path: String
     /// Bytes handed out so far (decompressed bytes for gzip): the offset of the next byte.
     private(set) var offset = 0
-    let isCompressed: Bool
+    package let isCompressed: Bool
     private let fd: Int32
     private let inflater: GzipInflater?
     /// Compressed input for the inflater.
     private var compressed: UnsafeMutableRawBufferPointer?
 
     /// `from`: where to start in a plain file (a part of a parallel read); offsets stay the file's.
-    init(path: String, from start: Int = 0) throws(LogReadError) {
+    package init(path: String, from start: Int = 0) throws(LogReadError) {
         self.path = path
         if path == "-" {
             fd = STDIN_FILENO
@@ -45,7 +45,7 @@ final class ByteSource {
     }
 
     /// Fills the front of `buffer`; the count, 0 at the end of the input.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(LogReadError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(LogReadError) -> Int {
         let count: Int
         if let inflater, let compressed {
             do {
@@ -76,5 +76,5 @@ final class ByteSource {
         }
     }
 
-    static func errnoText() -> String { String(cString: strerror(errno)).lowercased() }
+    package static func errnoText() -> String { String(cString: strerror(errno)).lowercased() }
 }

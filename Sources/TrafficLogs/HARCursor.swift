@@ -2,7 +2,7 @@
 /// the HAR parser. It reads keys and the values it is asked for into the caller's buffers (bounded),
 /// skips every other value (strings eight bytes at a time, containers with their brackets checked for
 /// balance), and its errors carry the byte offset in the stream.
-struct HARCursor {
+package struct HARCursor {
     private let source: ByteSource
     private let buffer: UnsafeMutableRawBufferPointer
     private let bytes: UnsafePointer<UInt8>
@@ -16,9 +16,9 @@ struct HARCursor {
     private let skipStack: UnsafeMutablePointer<UInt8>
 
     /// Nesting deeper than this in a skipped value is refused rather than tracked without bound.
-    static let depthLimit = 10_000
+    package static let depthLimit = 10_000
 
-    init(source: ByteSource, bufferSize: Int) {
+    package init(source: ByteSource, bufferSize: Int) {
         self.source = source
         buffer = .allocate(byteCount: bufferSize, alignment: 16)
         bytes = UnsafePointer(buffer.baseAddress!.assumingMemoryBound(to: UInt8.self))
@@ -27,23 +27,23 @@ struct HARCursor {
     }
 
     /// Frees the buffers (the cursor is a value; its owner ends it once).
-    func close() {
+    package func close() {
         buffer.deallocate()
         skipStack.deallocate()
     }
 
     /// The stream offset of the next byte.
-    var offset: Int { base + position }
+    package var offset: Int { base + position }
 
     /// Takes the byte `peek` returned.
-    mutating func advance() { position += 1 }
+    package mutating func advance() { position += 1 }
 
     // MARK: structure
 
     /// Moves to the next member of an object and leaves the cursor at its value: the index in `names`
     /// of its key, -1 for a key not among them, nil at the object's closing brace. A key is compared in
     /// the read buffer where it lies whole there, and copied only when it spans two reads or has escapes.
-    mutating func member(_ first: inout Bool, _ names: [StaticString],
+    package mutating func member(_ first: inout Bool, _ names: [StaticString],
                          in context: @autoclosure () -> String) throws(LogReadError) -> Int? {
         skipWhitespace()
         guard let next = try peek() else { throw truncated(context()) }
@@ -83,7 +83,7 @@ struct HARCursor {
         return -1
     }
 
-    mutating func expect(_ byte: UInt8, _ what: String) throws(LogReadError) {
+    package mutating func expect(_ byte: UInt8, _ what: String) throws(LogReadError) {
         skipWhitespace()
         guard let next = try peek() else { throw truncated(what) }
         guard next == byte else { throw syntax("expected \(what)") }
@@ -92,12 +92,12 @@ struct HARCursor {
 
     /// The next byte without taking it; nil at the end of the input.
     @inline(__always)
-    mutating func peek() throws(LogReadError) -> UInt8? {
+    package mutating func peek() throws(LogReadError) -> UInt8? {
         if position == end, !(try refill()) { return nil }
         return bytes[position]
     }
 
-    mutating func refill() throws(LogReadError) -> Bool {
+    package mutating func refill() throws(LogReadError) -> Bool {
         base += end
         position = 0
         end = try source.read(into: buffer)
@@ -106,7 +106,7 @@ struct HARCursor {
 
     /// Skips spaces, tabs and newlines, across buffers (errors surface at the next peek).
     @inline(__always)
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         if position < end, bytes[position] > 0x20 { return }
         skipWhitespaceAcrossReads()
     }
@@ -128,7 +128,7 @@ struct HARCursor {
     /// A string value into `out` (escapes decoded, at most `limit` bytes kept); false for null or a
     /// value of another type (skipped), which the entry then lacks.
     @discardableResult
-    mutating func readString(into out: inout [UInt8], limit: Int) throws(LogReadError) -> Bool {
+    package mutating func readString(into out: inout [UInt8], limit: Int) throws(LogReadError) -> Bool {
         out.removeAll(keepingCapacity: true)
         guard try peek() == UInt8(ascii: "\"") else {
             try skipValue()
@@ -164,7 +164,7 @@ struct HARCursor {
         return true
     }
 
-    mutating func skipString() throws(LogReadError) {
+    package mutating func skipString() throws(LogReadError) {
         position += 1
         while true {
             if position == end, !(try refill()) { throw truncated("a string") }
@@ -181,7 +181,7 @@ struct HARCursor {
     }
 
     /// A number that is a whole number (`200`, `-1`); nil for other values, which are skipped.
-    mutating func readInteger() throws(LogReadError) -> Int? {
+    package mutating func readInteger() throws(LogReadError) -> Int? {
         guard let first = try peek(), first == UInt8(ascii: "-") || (0x30...0x39).contains(first) else {
             try skipValue()
             return nil
@@ -209,7 +209,7 @@ struct HARCursor {
 
     /// Skips any value: strings, numbers and literals, and objects and arrays with their brackets
     /// checked for balance (their commas and colons are not: nothing in them is read).
-    mutating func skipValue() throws(LogReadError) {
+    package mutating func skipValue() throws(LogReadError) {
         guard let first = try peek() else { throw truncated("a value") }
         switch first {
         case UInt8(ascii: "\""):
@@ -263,20 +263,20 @@ struct HARCursor {
 
     // MARK: errors
 
-    var location: String {
+    package var location: String {
         let at = base + position
         return "byte \(at)" + (source.isCompressed ? " of the decompressed stream" : "")
     }
 
-    func syntax(_ what: String) -> LogReadError {
+    package func syntax(_ what: String) -> LogReadError {
         LogReadError(path: source.path, problem: "not valid HAR JSON at \(location): \(what)")
     }
 
-    func truncated(_ inside: String) -> LogReadError {
+    package func truncated(_ inside: String) -> LogReadError {
         LogReadError(path: source.path, problem: "truncated HAR at \(location): the file ends inside \(inside)")
     }
 
-    func problem(_ text: String) -> LogReadError {
+    package func problem(_ text: String) -> LogReadError {
         LogReadError(path: source.path, problem: text)
     }
 }

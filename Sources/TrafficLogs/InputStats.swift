@@ -37,7 +37,7 @@ public struct InputStats: Sendable {
 
     /// Another part's counts of the same input (a file read in parallel), whose numbering starts
     /// `linesBefore` later.
-    mutating func add(_ other: InputStats, linesBefore: Int) {
+    package mutating func add(_ other: InputStats, linesBefore: Int) {
         if firstSkipped == nil, let first = other.firstSkipped { firstSkipped = (first.line + linesBefore, first.why) }
         lines += other.lines
         records += other.records

@@ -17,7 +17,7 @@ public enum LoggedAction: Int, CaseIterable, Sendable {
         }
     }
 
-    init(_ bytes: UnsafeRawBufferPointer) {
+    package init(_ bytes: UnsafeRawBufferPointer) {
         func equals(_ text: StaticString) -> Bool {
             bytes.count == text.utf8CodeUnitCount && memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0
         }

@@ -57,21 +57,21 @@ public struct DestinationTraffic: Sendable {
     /// The proxy's reason for a client that refused the server's certificate.
     public static let clientRefusalReason = "client-refused-certificate"
     /// The builder's memory of the last values seen, so a run of equal ones costs no table lookup.
-    var run = Run()
+    package var run = Run()
 
-    struct Run: Sendable {
-        var reason = -1
-        var reasonCount = 0
-        var handshake = -1
-        var exception = -1
-        var keyExchange = -1
-        var device = -1
-        var deviceCount = 0
+    package struct Run: Sendable {
+        package var reason = -1
+        package var reasonCount = 0
+        package var handshake = -1
+        package var exception = -1
+        package var keyExchange = -1
+        package var device = -1
+        package var deviceCount = 0
     }
 
     /// The load contexts seen (bits of `LoadContext` in `allCases` order), from the records' `user_agent`;
     /// a record without one is the app's.
-    var contextBits: UInt8 = 0
+    package var contextBits: UInt8 = 0
 
     /// The load contexts the records came through, the app's first.
     public var contexts: [LoadContext] {

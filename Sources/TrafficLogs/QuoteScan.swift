@@ -1,6 +1,6 @@
 /// Finds JSON's special bytes eight at a time, for both readers of the report (the log's record scanner
 /// and the HAR cursor): most runs are short, so a call to memchr per run cost more than the scan.
-enum QuoteScan {
+package enum QuoteScan {
     private static let low: UInt64 = 0x0101_0101_0101_0101, high: UInt64 = 0x8080_8080_8080_8080
 
     /// The high bit of each zero byte of `word` (the lowest one is exact: the classic "has zero byte" test).
@@ -10,7 +10,7 @@ enum QuoteScan {
     /// The offset of the first `"`, `{`, `}`, `[` or `]` in `base[from..<end]`; `end` if none. (`[` and
     /// `]` are `{` and `}` without bit 0x20, and no other byte becomes either with it.)
     @inline(__always)
-    static func nextStructural(_ base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
+    package static func nextStructural(_ base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
         var offset = from
         while offset + 8 <= end {
             let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))
@@ -31,7 +31,7 @@ enum QuoteScan {
 
     /// The offset of the first `"` or `\\` in `base[from..<end]`, eight bytes at a time; `end` if none.
     @inline(__always)
-    static func next(_ base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
+    package static func next(_ base: UnsafePointer<UInt8>, from: Int, end: Int) -> Int {
         var offset = from
         while offset + 8 <= end {
             let word = UInt64(littleEndian: UnsafeRawPointer(base + offset).loadUnaligned(as: UInt64.self))

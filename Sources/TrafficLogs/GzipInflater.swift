@@ -7,17 +7,17 @@ import CSystemZlib
 /// Concatenated members (what `cat a.gz b.gz` and log rotation produce) are read one after another, as
 /// gzip(1) does. A stream that ends inside a member is an error: a truncated file must not pass for a
 /// short log.
-final class GzipInflater {
+package final class GzipInflater {
     private var stream = z_stream()
     private var inMember = false
     private var sawMember = false
     private var atEnd = false
 
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
     }
 
-    init() throws(Failure) {
+    package init() throws(Failure) {
         // 15 + 32: the largest window, gzip or zlib header detected.
         let status = atsgate_inflateInit2(&stream, 15 + 32)
         guard status == Z_OK else { throw Failure(description: "zlib could not start (\(status))") }
@@ -28,7 +28,7 @@ final class GzipInflater {
     /// Fills `output` with decompressed bytes, calling `input` for more compressed bytes when zlib has
     /// taken all it was given (an empty buffer means the file ended; the bytes handed over must stay
     /// valid until the next call to `input`). Returns the count written; 0 only at the end of the stream.
-    func read(into output: UnsafeMutableRawBufferPointer, input: () throws -> UnsafeRawBufferPointer) throws -> Int {
+    package func read(into output: UnsafeMutableRawBufferPointer, input: () throws -> UnsafeRawBufferPointer) throws -> Int {
         guard let base = output.baseAddress, output.count > 0 else { return 0 }
         stream.next_out = base.assumingMemoryBound(to: UInt8.self)
         stream.avail_out = uInt(output.count)

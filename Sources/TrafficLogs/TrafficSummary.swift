@@ -14,7 +14,7 @@ public struct TrafficSummary: Sendable {
     public init() {}
 
     /// Adds `other`'s records to this summary (destinations by app, scheme, host and port).
-    mutating func merge(_ other: TrafficSummary) {
+    package mutating func merge(_ other: TrafficSummary) {
         inputs += other.inputs
         for (minute, counts) in other.buckets.minutes {
             buckets.minutes[minute] = buckets.minutes[minute].map { zip($0, counts).map(+) } ?? counts
@@ -36,7 +36,7 @@ public struct TrafficSummary: Sendable {
     }
 
     /// `TrafficSummaryBuilder.finish()`'s result, its tables already sorted and flushed.
-    init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
+    package init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
          undirected: [String: [String: Int]]) {
         self.destinations = destinations
         self.inputs = inputs

@@ -1,27 +1,27 @@
 /// The values of one HAR entry the report reads, as the parser found them (escapes decoded). The
 /// buffers are reused from entry to entry.
-struct HAREntry {
+package struct HAREntry {
     /// The entry's number in `log.entries`, from 1, and the byte offset where it starts.
-    var index = 0
-    var offset = 0
-    var notAnObject = false
-    var hasStarted = false
-    var hasURL = false
-    var started: [UInt8] = []
-    var method: [UInt8] = []
-    var url: [UInt8] = []
-    var status: Int?
+    package var index = 0
+    package var offset = 0
+    package var notAnObject = false
+    package var hasStarted = false
+    package var hasURL = false
+    package var started: [UInt8] = []
+    package var method: [UInt8] = []
+    package var url: [UInt8] = []
+    package var status: Int?
     /// `response._error` (Chrome's `net::ERR_…`, mitmproxy's message).
-    var error: [UInt8] = []
+    package var error: [UInt8] = []
     /// `_securityDetails`: `TLS 1.3`, and in Chrome's DevTools protocol shape `AES_128_GCM`, `ECDHE_RSA`,
     /// `HMAC-SHA1`, `X25519MLKEM768`.
-    var tlsProtocol: [UInt8] = []
-    var cipher: [UInt8] = []
-    var keyExchange: [UInt8] = []
-    var keyExchangeGroup: [UInt8] = []
-    var mac: [UInt8] = []
+    package var tlsProtocol: [UInt8] = []
+    package var cipher: [UInt8] = []
+    package var keyExchange: [UInt8] = []
+    package var keyExchangeGroup: [UInt8] = []
+    package var mac: [UInt8] = []
 
-    mutating func reset(index: Int, offset: Int) {
+    package mutating func reset(index: Int, offset: Int) {
         self.index = index
         self.offset = offset
         notAnObject = false
@@ -45,18 +45,18 @@ struct HAREntry {
 /// String: http or https (WebSocket schemes as their HTTP counterparts, which ATS treats alike), the
 /// host's bytes (without brackets or a trailing dot; the builder lowercases them), and the port (the
 /// scheme's default when the URL has none).
-struct URLDestination: Equatable {
-    var secure: Bool
-    var host: Range<Int>
-    var port: Int
+package struct URLDestination: Equatable {
+    package var secure: Bool
+    package var host: Range<Int>
+    package var port: Int
 
-    enum Refusal: Error, Equatable {
+    package enum Refusal: Error, Equatable {
         /// Not a network load: `data:`, `blob:`, `about:`, an extension's scheme.
         case notHTTP(String)
         case malformed(String)
     }
 
-    static func parse(_ url: [UInt8]) -> Result<URLDestination, Refusal> {
+    package static func parse(_ url: [UInt8]) -> Result<URLDestination, Refusal> {
         guard let colon = url.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return .failure(.malformed("no scheme")) }
         func scheme(_ name: StaticString) -> Bool {
             colon == name.utf8CodeUnitCount && (0..<colon).allSatisfy { url[$0] | 0x20 == name.utf8Start[$0] }
@@ -101,9 +101,9 @@ struct URLDestination: Equatable {
 }
 
 /// What a HAR's `_securityDetails` says in the decision log's words.
-enum HARSecurity {
+package enum HARSecurity {
     /// `TLS 1.3` -> `TLSv1.3`; QUIC (HTTP/3) is TLS 1.3. Nil for a name this version does not know.
-    static func tlsVersion(_ text: String) -> String? {
+    package static func tlsVersion(_ text: String) -> String? {
         switch text.uppercased() {
         case "TLS 1.3", "TLSV1.3", "QUIC": "TLSv1.3"
         case "TLS 1.2", "TLSV1.2": "TLSv1.2"
@@ -117,8 +117,8 @@ enum HARSecurity {
     /// The IANA suite name (as the log writes it) from Chrome's parts: `ECDHE_RSA` + `AES_128_GCM` ->
     /// `TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256`; TLS 1.3's suites have no key exchange part. A name that
     /// already is an IANA name is kept. Nil when the parts name no suite the table knows.
-    static func suite(cipher: String, keyExchange: String, mac: String, version: String?) -> String? {
-        if cipher.hasPrefix("TLS_") { return DestinationJudge.suiteCode(cipher) != nil ? cipher : nil }
+    package static func suite(cipher: String, keyExchange: String, mac: String, version: String?) -> String? {
+        if cipher.hasPrefix("TLS_") { return CipherSuiteName.code(cipher) != nil ? cipher : nil }
         let cipher = cipher.uppercased()
         guard !cipher.isEmpty else { return nil }
         var hash: String
@@ -136,11 +136,11 @@ enum HARSecurity {
             if cipher == "3DES_EDE_CBC" { hash = "SHA" }
             name = "TLS_\(keyExchange.uppercased())_WITH_\(cipher)_\(hash)"
         }
-        return DestinationJudge.suiteCode(name) != nil ? name : nil
+        return CipherSuiteName.code(name) != nil ? name : nil
     }
 
     /// Chrome's group names in the IANA registry's spelling the log uses (`P-256` -> `secp256r1`).
-    static func group(_ text: String) -> String {
+    package static func group(_ text: String) -> String {
         switch text {
         case "X25519": "x25519"
         case "X448": "x448"

@@ -14,7 +14,7 @@ public struct RecordScanner {
         /// A string containing a backslash escape (decoded on demand by `RecordScanner.string`).
         public var escaped: Bool
 
-        static let none = Span(start: 0, count: -1, escaped: false)
+        package static let none = Span(start: 0, count: -1, escaped: false)
         public var isPresent: Bool { count >= 0 }
     }
 
@@ -209,7 +209,7 @@ public struct RecordScanner {
     }
 
     /// Decodes JSON string escapes (`\"`, `\\`, `\/`, `\b` `\f` `\n` `\r` `\t`, `\uXXXX` with surrogates).
-    static func unescape(_ bytes: UnsafeRawBufferPointer) -> String {
+    package static func unescape(_ bytes: UnsafeRawBufferPointer) -> String {
         var scalars = String.UnicodeScalarView()
         var utf8: [UInt8] = []
         func flush() {
@@ -259,7 +259,7 @@ private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
     case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert
 
-    init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
+    package init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
             text.utf8CodeUnitCount == count && memcmp(bytes, text.utf8Start, count) == 0
         }
@@ -293,25 +293,25 @@ import Glibc
 
 /// A position in one line's bytes.
 private struct Cursor {
-    let base: UnsafePointer<UInt8>
-    let end: Int
-    var index = 0
+    package let base: UnsafePointer<UInt8>
+    package let end: Int
+    package var index = 0
 
-    init(base: UnsafePointer<UInt8>, end: Int) {
+    package init(base: UnsafePointer<UInt8>, end: Int) {
         self.base = base
         self.end = end
     }
 
-    var atEnd: Bool { index >= end }
-    var peek: UInt8? { index < end ? base[index] : nil }
+    package var atEnd: Bool { index >= end }
+    package var peek: UInt8? { index < end ? base[index] : nil }
 
-    mutating func take(_ byte: UInt8) -> Bool {
+    package mutating func take(_ byte: UInt8) -> Bool {
         guard index < end, base[index] == byte else { return false }
         index += 1
         return true
     }
 
-    mutating func skipWhitespace() {
+    package mutating func skipWhitespace() {
         while index < end {
             switch base[index] {
             case 0x20, 0x09, 0x0D, 0x0A: index += 1
@@ -321,7 +321,7 @@ private struct Cursor {
     }
 
     /// A string at the cursor: its contents' span, the cursor after the closing quote.
-    mutating func string() -> RecordScanner.Span? {
+    package mutating func string() -> RecordScanner.Span? {
         guard take(UInt8(ascii: "\"")) else { return nil }
         let start = index
         var escaped = false
@@ -339,7 +339,7 @@ private struct Cursor {
     }
 
     /// A string value, or null (left as `.none`).
-    mutating func stringOrNull(into span: inout RecordScanner.Span) -> Bool {
+    package mutating func stringOrNull(into span: inout RecordScanner.Span) -> Bool {
         if peek == UInt8(ascii: "\"") {
             guard let value = string() else { return false }
             span = value
@@ -349,7 +349,7 @@ private struct Cursor {
     }
 
     /// A number or `true`/`false`/`null`: the bytes up to the next delimiter.
-    mutating func literal() -> RecordScanner.Span? {
+    package mutating func literal() -> RecordScanner.Span? {
         let start = index
         while index < end {
             switch base[index] {
@@ -364,7 +364,7 @@ private struct Cursor {
     }
 
     /// Skips any JSON value, nested ones included; false when it is malformed or cut short.
-    mutating func skipValue() -> Bool {
+    package mutating func skipValue() -> Bool {
         guard let first = peek else { return false }
         switch first {
         case UInt8(ascii: "\""):
