@@ -49,7 +49,9 @@ extension ProxyConnection {
     }
 
     func parentHandshakeWrite() {
-        guard case .parentHandshake(let handshake) = state, let upstream else { return }
+        guard case .parentHandshake(let handshake) = state, let upstream else {
+            return impossible("a CONNECT to the parent written")
+        }
         switch upstream.write(&handshake.request) {
         case .done:
             upstream.wantWrite(false)
@@ -63,7 +65,9 @@ extension ProxyConnection {
 
     /// Reads the parent's answer up to the end of its head, never past it.
     func parentHandshakeRead() {
-        guard case .parentHandshake(let handshake) = state, let upstream else { return }
+        guard case .parentHandshake(let handshake) = state, let upstream else {
+            return impossible("the parent's answer read")
+        }
         let peeked = recv(upstream.fd, loop.scratch.baseAddress, loop.scratch.count, Int32(MSG_PEEK))
         if peeked < 0 {
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
@@ -148,6 +152,7 @@ extension ProxyConnection {
     }
 
     private func parentAnswered(_ verdict: Verdict) {
+        // Late: the timeout's entry was due in the clock tick that saw the connection move on.
         guard case .parentHandshake = state else { return }
         upstream?.close()
         upstream = nil

@@ -28,7 +28,8 @@ extension ProxyConnection {
                                                           certificateMode: configuration.inspection.certificateMode)))
         enterInspecting(watched)
         arm(after: configuration.timeouts.handshake) { [self] in
-            // Whoever owes the next flight is the one who was slow.
+            // Whoever owes the next flight is the one who was slow. Late (no longer inspecting): the
+            // entry was due in the clock tick that saw the handshake end.
             guard case .inspecting(let watched) = state else { return }
             if watched.inspection.released {
                 // Only the client's answer was awaited, and it is slow: relay without it.
@@ -48,18 +49,20 @@ extension ProxyConnection {
     }
 
     func inspectionReadClient() {
-        guard case .inspecting(let watched) = state else { return }
+        guard case .inspecting(let watched) = state else { return impossible("a watched handshake's client read") }
         let outcome = readClient()
         let bytes = inbound
         inbound = []
         perform(watched.inspection.receiveFromClient(bytes), watched)
-        guard case .inspecting = state else { return }
+        guard case .inspecting = state else { return } // the steps just performed ended or released it
         if case .ended = outcome { return perform(watched.inspection.clientEnded(failed: false), watched) }
         if case .failed = outcome { return perform(watched.inspection.clientEnded(failed: true), watched) }
     }
 
     func inspectionReadUpstream() {
-        guard case .inspecting(let watched) = state, let upstream else { return }
+        guard case .inspecting(let watched) = state, let upstream else {
+            return impossible("a watched handshake's origin read")
+        }
         var ended = false
         var fresh: [UInt8] = []
         readLoop: while watched.inspection.heldBytes + fresh.count <= TLSInspection.holdLimit {
@@ -71,7 +74,7 @@ extension ProxyConnection {
         }
         let wasJudging = watched.inspection.waitingForJudgement || watched.inspection.released
         perform(watched.inspection.receiveFromOrigin(fresh, ended: ended && !wasJudging), watched)
-        guard case .inspecting = state else { return }
+        guard case .inspecting = state else { return } // the steps just performed ended or released it
         // Above the hold limit, or at the origin's end while a verdict is awaited: stop reading (the
         // relay takes the end over once the tunnel is released).
         if watched.inspection.heldBytes > TLSInspection.holdLimit || ended { upstream.wantRead(false) }
@@ -81,7 +84,7 @@ extension ProxyConnection {
     /// is dropped. Then the cleared bytes are written.
     private func perform(_ steps: [TLSInspection.Step], _ watched: InspectionBox) {
         for step in steps {
-            guard case .inspecting = state else { return }
+            guard case .inspecting = state else { return } // a step before this one ended or released it
             switch step {
             case .note(let text):
                 record.message = record.message ?? text
@@ -230,7 +233,7 @@ extension ProxyConnection {
             }
             if let note = judgement.note, record.message == nil { record.message = note }
         default:
-            return
+            return // late: the verdict came after the tunnel ended (its record waited: logDeferred) or was cut
         }
     }
 
@@ -254,6 +257,7 @@ extension ProxyConnection {
     /// Writes what the inspection has cleared: client bytes once the ClientHello is checked, server
     /// bytes once released (or a HelloRetryRequest's flight).
     func inspectionFlush() {
+        // Also reached from the end of `perform`, whose last step may have ended or released it.
         guard case .inspecting(let watched) = state, let upstream else { return }
         if !watched.inspection.toOrigin.isEmpty {
             let before = watched.inspection.toOrigin.count

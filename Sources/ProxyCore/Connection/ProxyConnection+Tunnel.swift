@@ -39,7 +39,7 @@ extension ProxyConnection {
     /// The first client bytes of a tunnel: a TLS handshake record proceeds; anything else is cleartext
     /// and obeys the cleartext rule (`cleartext-in-tunnel`).
     func inspectTunnel(destination: Destination, loadContext: LoadContext) {
-        guard case .awaitingTunnelBytes = state else { return }
+        guard case .awaitingTunnelBytes = state else { return impossible("a tunnel's first bytes read") }
         if case .ended = readClient(), inbound.isEmpty {
             // The tunnel was decided and answered 200: it is logged like any other, empty or not
             // (the soak found bursts of CONNECTs answered and never logged).

@@ -15,70 +15,11 @@ import POSIX
 /// (ProxyConnection+Tunnel.swift, its handshake watched by +TLS), a forwarded exchange (+Forward), an
 /// upgrade to TLS (+Upgrade) or an answer (here).
 ///
-/// Its phases are `State`, whose cases carry their own data; every change of phase, and every
-/// binding of a readiness handler, is in this file (`enter...` and `bindHandlers`). The other files
-/// hold what each phase does with the bytes it is handed.
+/// Its phases are `State` (ProxyConnection+State.swift), whose cases carry their own data; every
+/// change of phase goes through `enter`, which checks it against the transition table, and every
+/// binding of a readiness handler is in `bindHandlers`, both in this file. The other files hold what
+/// each phase does with the bytes it is handed.
 package final class ProxyConnection {
-    /// The legal transitions:
-    /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
-    ///   port) | closed
-    /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
-    ///   | connecting (a tunnel, a forward, an upgrade)
-    /// - authenticating -> answering (a 407, a verdict) | connecting
-    /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
-    ///   | parentHandshake (a tunnel or an upgrade through a parent proxy)
-    /// - parentHandshake -> answering (the parent's refusal, the CONNECT 200) | upgrading
-    /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200) | closed
-    /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying (anything else) | closed
-    /// - inspecting -> relaying (released) | closed (refused, ended)
-    /// - upgrading -> exchanging | answering (a failure)
-    /// - exchanging -> readingHead (keep-alive) | connecting (one retry of a stale pooled origin)
-    ///   | answering (a failure before any of the response) | closed
-    /// - relaying, relayingTLS -> closed
-    /// Any state -> closed.
-    enum State {
-        /// The client's TLS handshake with the proxy (`clientTLS`), its steps on the handshake pool.
-        case handshaking
-        /// Waiting for (the rest of) a request head in `inbound`.
-        case readingHead
-        /// The request's credentials are being checked on the blocking pool (a slow hash).
-        indirect case authenticating(RequestHead)
-        /// Resolving and connecting to the origin or a parent proxy; then what the attempt's `next` says.
-        case connecting(UpstreamAttempt)
-        /// Asking the parent proxy to CONNECT to the origin.
-        case parentHandshake(ParentHandshake)
-        /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
-        indirect case answering(next: AfterAnswer)
-        /// A tunnel is open: its first client bytes tell TLS from cleartext.
-        indirect case awaitingTunnelBytes(Destination, LoadContext)
-        /// Watching the tunnel's TLS handshake.
-        case inspecting(InspectionBox)
-        /// TLS to the origin for `--cleartext upgrade`, before the request goes up.
-        case upgrading(UpgradeState)
-        /// One forwarded request and its response.
-        case exchanging(Exchange)
-        /// Bytes move both ways by splice: up (client to origin) and down.
-        case relaying(up: Pump, down: Pump)
-        /// The same for a client that speaks TLS to the proxy: through user space, its records
-        /// opened and sealed on the way.
-        case relayingTLS(ClientTLSRelay)
-        case closed
-    }
-
-    /// What follows a successful connection to the origin.
-    enum AfterConnect {
-        case tunnel(LoadContext)
-        case forward(RequestHead)
-        case upgrade(RequestHead, Decision, original: Destination)
-    }
-
-    /// What follows an answer once it is written.
-    enum AfterAnswer {
-        case close
-        case nextRequest
-        case tunnel(Destination, LoadContext)
-    }
-
     let generation: Generation
     let queue: DispatchQueue
     let client: Channel
@@ -88,7 +29,7 @@ package final class ProxyConnection {
     var clientTLS: ClientTLS?
     /// Accepted on a TLS listener (the records' `client_tls`), whether or not the handshake succeeded.
     let onTLSListener: Bool
-    private(set) var state = State.readingHead
+    private(set) var state = State.accepted
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
     /// An answer of the proxy's own, being written.
@@ -139,6 +80,8 @@ package final class ProxyConnection {
         self.clock = loop.clock
         self.pool = proxyLoop.pool
         self.clientAddress = clientAddress
+        // A connection is made on the loop that owns it (ProxyServer.begin) and never leaves it.
+        loop.assertOnLoop()
         client = Channel(fd: fd, poller: loop.poller)
         record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
         proxyLoop.connections[ObjectIdentifier(self)] = self
@@ -146,70 +89,47 @@ package final class ProxyConnection {
 
     // MARK: transitions (the only assignments to `state`)
 
-    func enterHandshaking() {
-        state = .handshaking
+    /// The one assignment to `state`: a move the transition table does not allow stops a debug build
+    /// here, naming both states; then the new state's readiness handlers are bound.
+    private func enter(_ next: State) {
+        assert(State.allows(from: state.kind, to: next.kind), "illegal transition \(state.kind) -> \(next.kind)")
+        state = next
         bindHandlers()
+    }
+
+    func enterHandshaking() {
+        enter(.handshaking)
         client.wantRead(true)
     }
 
     func enterReadingHead() {
-        state = .readingHead
-        bindHandlers()
+        enter(.readingHead)
         client.wantRead(true)
     }
 
-    func enterAuthenticating(_ head: RequestHead) {
-        state = .authenticating(head)
-        bindHandlers()
-    }
+    func enterAuthenticating(_ head: RequestHead) { enter(.authenticating(head)) }
 
-    func enterConnecting(_ attempt: UpstreamAttempt) {
-        state = .connecting(attempt)
-        bindHandlers()
-    }
-
-    func enterParentHandshake(_ handshake: ParentHandshake) {
-        state = .parentHandshake(handshake)
-        bindHandlers()
-    }
-
-    func enterAnswering(next: AfterAnswer) {
-        state = .answering(next: next)
-        bindHandlers()
-    }
+    func enterParentHandshake(_ handshake: ParentHandshake) { enter(.parentHandshake(handshake)) }
 
     func enterAwaitingTunnelBytes(_ destination: Destination, _ loadContext: LoadContext) {
-        state = .awaitingTunnelBytes(destination, loadContext)
-        bindHandlers()
+        enter(.awaitingTunnelBytes(destination, loadContext))
         client.wantRead(true)
     }
 
     func enterInspecting(_ inspection: InspectionBox) {
-        state = .inspecting(inspection)
-        bindHandlers()
+        enter(.inspecting(inspection))
         upstream?.wantRead(true)
     }
 
-    func enterUpgrading(_ upgrade: UpgradeState) {
-        state = .upgrading(upgrade)
-        bindHandlers()
-    }
+    func enterUpgrading(_ upgrade: UpgradeState) { enter(.upgrading(upgrade)) }
 
-    func enterExchanging(_ exchange: Exchange) {
-        state = .exchanging(exchange)
-        bindHandlers()
-    }
+    func enterExchanging(_ exchange: Exchange) { enter(.exchanging(exchange)) }
 
-    func enterRelaying(up: Pump, down: Pump) {
-        state = .relaying(up: up, down: down)
-        bindHandlers()
-    }
+    func enterRelaying(up: Pump, down: Pump) { enter(.relaying(up: up, down: down)) }
 
-    func enterRelayingTLS(_ relay: ClientTLSRelay) {
-        state = .relayingTLS(relay)
-        bindHandlers()
-    }
+    func enterRelayingTLS(_ relay: ClientTLSRelay) { enter(.relayingTLS(relay)) }
 
+    /// A relay's callbacks are cut first: nothing reaches a closed connection.
     private func enterClosed() {
         if case .relaying(let up, let down) = state {
             for pump in [up, down] {
@@ -219,7 +139,14 @@ package final class ProxyConnection {
             }
         }
         if case .relayingTLS(let relay) = state { relay.detach() }
-        state = .closed
+        enter(.closed)
+    }
+
+    /// An event the state machine rules out: a handler called in a state that does not bind it, or
+    /// a step of a phase that has already ended. A bug: a debug build stops here; a release build
+    /// drops the event, as it always did.
+    func impossible(_ event: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+        assertionFailure("\(event()) in state \(state.kind)", file: file, line: line)
     }
 
     /// Every readiness handler, by state: the one place they are bound.
@@ -273,7 +200,7 @@ package final class ProxyConnection {
             upstream?.onWritable { relay.writeUp() }
             upstream?.onReadable { relay.originReadable() }
             client.onWritable { relay.writeDown() }
-        case .closed:
+        case .accepted, .closed:
             break
         }
     }
@@ -309,7 +236,7 @@ package final class ProxyConnection {
     // MARK: request head
 
     func readHead() {
-        guard case .readingHead = state else { return }
+        guard case .readingHead = state else { return impossible("a request head read") }
         if proxyLoop.logPaused || generation.daemon.sink.isPaused { return waitForLog() }
         // A client may send its (last) request and its end together: a complete head is still
         // answered; the end is seen again by whatever reads next.
@@ -345,7 +272,8 @@ package final class ProxyConnection {
 
     /// The log has drained (ProxyServer): the request head is read again, under a fresh timeout.
     func logDrained() {
-        guard case .readingHead = state else { return }
+        // Only a connection reading a head waits for the log, and one that closes leaves the list.
+        guard case .readingHead = state else { return impossible("the log drained") }
         if inbound.isEmpty {
             arm(after: generation.configuration.timeouts.head) { [self] in close() }
         } else {
@@ -468,7 +396,7 @@ package final class ProxyConnection {
     func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
         let parents = generation.parents.parents(for: destination, route: routeEgress())
         let attempt = UpstreamAttempt(destination: destination, next: next, pooled: pooled, parents: parents)
-        enterConnecting(attempt)
+        enter(.connecting(attempt))
         upstreamFromPool = false
         parent = nil
         record.parent = nil
@@ -503,6 +431,7 @@ package final class ProxyConnection {
         // The resolver answers by --dns-timeout; the connect timeout starts with the first attempt.
         arm(after: generation.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
         generation.resolver.resolve(host, on: loop) { [self] resolution in
+            // Late: the name answered after the connection moved on, or for a parent already passed over.
             guard case .connecting(let current) = state, current === attempt, attempt.eyeballs === eyeballs else { return }
             if viaParent == nil { note(resolution, attempt) }
             switch resolution.result {
@@ -562,6 +491,7 @@ package final class ProxyConnection {
 
     private func raced(_ outcome: HappyEyeballs.Outcome, _ attempt: UpstreamAttempt) {
         guard case .connecting(let current) = state, current === attempt else {
+            // Late: the connection closed (a stop) while the race went on.
             if case .connected(let channel, _) = outcome { channel.close() }
             return
         }
@@ -608,6 +538,7 @@ package final class ProxyConnection {
     }
 
     private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
+        // Late: a clock tick runs every entry that was due, also one disarmed by an entry before it.
         guard case .connecting(let current) = state, current === attempt else { return }
         attempt.eyeballs?.cancel()
         let seconds = Int(generation.configuration.timeouts.connect)
@@ -722,19 +653,21 @@ package final class ProxyConnection {
     /// `enforce` for a verdict that ends the request whatever the mode (an answer, a failure, an
     /// access rule), where the caller returns right after.
     func respond(_ verdict: Verdict, _ delivery: Delivery = .close) {
-        enforce(verdict, delivery)
+        let proceeds = enforce(verdict, delivery)
+        // A verdict that lets the request proceed would leave the connection with nothing to do.
+        assert(!proceeds, "respond(\(verdict.action)) let the request proceed")
     }
 
     /// Queues an answer's bytes and flushes them; then `next`.
     private func send(_ bytes: [UInt8], then next: AfterAnswer) {
-        enterAnswering(next: next)
+        enter(.answering(next: next))
         disarm()
         outbound += bytes
         flushAnswer()
     }
 
     func flushAnswer() {
-        guard case .answering(let next) = state else { return }
+        guard case .answering(let next) = state else { return impossible("an answer flushed") }
         switch writeClient(&outbound) {
         case .done: break
         case .wouldBlock: return client.wantWrite(true)
