@@ -20,6 +20,16 @@ extension ProxyConnection {
         }
     }
 
+    /// The record of a tunnel that ended before its certificate verdict, waiting for it (logDeferred).
+    /// A class, so that every connection holds one reference instead of a second record inline.
+    final class DeferredRecord {
+        let record: DecisionRecord
+
+        init(_ record: DecisionRecord) {
+            self.record = record
+        }
+    }
+
     /// The first client bytes were a TLS record: start watching the handshake.
     func inspectTLS(destination: Destination, requirements: Requirements, pin: PinnedDomain?) {
         let configuration = generation.configuration
@@ -87,7 +97,7 @@ extension ProxyConnection {
             guard case .inspecting = state else { return } // a step before this one ended or released it
             switch step {
             case .note(let text):
-                record.message = record.message ?? text
+                record.note(text)
             case .refuse(let verdict, let alert):
                 noteHandshakeFacts(watched.inspection)
                 if refuseHandshake(verdict, alert: alert, watched.inspection.alertRecordVersion) { return }
@@ -95,9 +105,7 @@ extension ProxyConnection {
                 noteHandshakeFacts(watched.inspection)
                 awaitJudgement(evidence, holding: holding, watched)
             case .serverAlert(let alert):
-                record.action = .error
-                record.reason = .serverAlert
-                record.message = "the origin refused the TLS handshake with a fatal alert: \(alert.summary)"
+                record.recordFailure(.serverAlert, message: "the origin refused the TLS handshake with a fatal alert: \(alert.summary)")
             case .release:
                 noteHandshakeFacts(watched.inspection)
                 // Still watched until the client answers the flight just cleared (its bytes pass
@@ -108,10 +116,10 @@ extension ProxyConnection {
                 return release(watched)
             case .ended(let message, let origin):
                 if origin {
-                    record.action = .error
-                    record.reason = .upstreamProtocol
+                    record.recordFailure(.upstreamProtocol, message: message)
+                } else {
+                    record.message = message
                 }
-                record.message = message
                 return finish()
             }
         }
@@ -121,15 +129,8 @@ extension ProxyConnection {
 
     /// What the handshake showed, for the record.
     private func noteHandshakeFacts(_ inspection: TLSInspection) {
-        if record.sni == nil, let hello = inspection.clientHello { record.sni = hello.serverName }
-        if let hello = inspection.clientHello {
-            record.keyExchange = KeyExchangeFacts(group: inspection.keyExchange.group,
-                                                  postQuantumOffered: hello.offersPostQuantum)
-        }
-        if record.tlsVersion == nil, let hello = inspection.serverHello, !hello.isHelloRetryRequest {
-            record.tlsVersion = TLSProtocolVersion.name(for: hello.negotiatedVersion)
-            record.cipher = CipherSuite.name(for: hello.cipherSuite)
-        }
+        record.noteHandshake(clientHello: inspection.clientHello, serverHello: inspection.serverHello,
+                             group: inspection.keyExchange.group)
     }
 
     /// The client's answer to the server's flight: a fatal alert, or TLS 1.3's encrypted one, is its
@@ -146,11 +147,8 @@ extension ProxyConnection {
             return
         }
         record.clientRefusal = refusal
-        if record.loggedReason == nil {
-            record.action = .error
-            record.reason = .clientRefusedCertificate
-        }
-        record.message = refusal.message + (record.message.map { "; " + $0 } ?? "")
+        if record.loggedReason == nil { record.recordFailure(.clientRefusedCertificate, message: nil) }
+        record.prependNote(refusal.message)
     }
 
     // MARK: judgement
@@ -196,9 +194,9 @@ extension ProxyConnection {
         // still gets its record completed with the certificate's findings.
         cache.compute(key, on: pool, compute: compute, on: loop) { [self] judgement in
             judgementPending = false
-            if let record = deferredRecord.first {
-                deferredRecord = []
-                return logDeferred(record, judgement)
+            if let deferred = deferredRecord {
+                deferredRecord = nil
+                return logDeferred(deferred.record, judgement)
             }
             applyJudgement(judgement)
         }
@@ -210,9 +208,9 @@ extension ProxyConnection {
         record.certificate = judgement.certificate
         record.toleratedFindings = judgement.tolerated
         if let blocking = judgement.blocking {
-            record.message = (record.message.map { $0 + "; " } ?? "") + "verdict after the tunnel ended: " + blocking.message
+            record.appendNote("verdict after the tunnel ended: " + blocking.message)
         } else if let note = judgement.note {
-            record.message = record.message ?? note
+            record.note(note)
         }
         started = monotonic() - deferred.durationMilliseconds / 1000 // the tunnel's duration, not the verdict's
         log()
@@ -231,7 +229,7 @@ extension ProxyConnection {
             if case .refuse(let verdict, _)? = TLSInspection.refusal(judgement) {
                 guard enforce(verdict, .cut) else { return }
             }
-            if let note = judgement.note, record.message == nil { record.message = note }
+            if let note = judgement.note { record.note(note) }
         default:
             return // late: the verdict came after the tunnel ended (its record waited: logDeferred) or was cut
         }

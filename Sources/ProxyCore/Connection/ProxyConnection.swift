@@ -40,8 +40,7 @@ package final class ProxyConnection {
     var upstreamTLS: TLSConnection?
     /// A certificate verdict is being computed; a record finished meanwhile waits for it.
     var judgementPending = false
-    /// (In an array: an inline optional record would make every connection carry a second one.)
-    var deferredRecord: [DecisionRecord] = []
+    var deferredRecord: DeferredRecord?
     /// The event loop the connection lives on, and the proxy's state kept for that loop.
     let loop: EventLoop
     let proxyLoop: ProxyLoop
@@ -83,7 +82,7 @@ package final class ProxyConnection {
         // A connection is made on the loop that owns it (ProxyServer.begin) and never leaves it.
         loop.assertOnLoop()
         client = Channel(fd: fd, poller: loop.poller)
-        record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
+        record = .begin(client: clientAddress, method: "-")
         proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -257,7 +256,7 @@ package final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = DecisionRecord(time: wallClock(), client: clientAddress, method: head.method)
+        record = .begin(client: clientAddress, method: head.method)
         disarm()
         route(head)
     }
@@ -578,8 +577,7 @@ package final class ProxyConnection {
     func connected(to address: SocketAddress, _ attempt: UpstreamAttempt) {
         disarm()
         upstreamAddress = address
-        record.upstreamIP = address.ip
-        record.connectedAfter = monotonic() - started
+        record.noteUpstream(address: address, connectedAfter: monotonic() - started)
         parent = attempt.parent
         if let parent = attempt.parent { generation.daemon.parentHealth.markUp(parent) }
         let destination = attempt.destination
@@ -729,7 +727,7 @@ package final class ProxyConnection {
         }
         if judgementPending {
             record.durationMilliseconds = (monotonic() - started) * 1000
-            deferredRecord = [record]
+            deferredRecord = DeferredRecord(record)
         } else {
             log()
         }
@@ -767,12 +765,10 @@ package final class ProxyConnection {
         case .readingHead where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
-            record.message = (record.message.map { $0 + "; " } ?? "") + "cut: the daemon stopped"
+            record.appendNote("cut: the daemon stopped")
             finish()
         default:
-            record.action = record.action ?? .error
-            record.reason = record.reason ?? .shutdown
-            record.message = "the daemon stopped before the connection finished"
+            record.recordFailure(.shutdown, message: "the daemon stopped before the connection finished", keepingOutcome: true)
             log()
             close()
         }
