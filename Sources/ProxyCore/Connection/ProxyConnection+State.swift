@@ -33,8 +33,8 @@ extension ProxyConnection {
         case readingHead
         /// The request's credentials are being checked on the blocking pool (a slow hash).
         indirect case authenticating(RequestHead)
-        /// Resolving and connecting to the origin or a parent proxy; then what the attempt's `next` says.
-        case connecting(UpstreamAttempt)
+        /// Resolving and connecting to the origin or a parent proxy; then what the connector's `next` says.
+        case connecting(UpstreamConnector)
         /// Asking the parent proxy to CONNECT to the origin.
         case parentHandshake(ParentHandshake)
         /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
