@@ -121,7 +121,8 @@ extension ProxyConnection {
 
     private func upgradeFailed(reason: String, message: String, status: Int = 502, rule: RuleID? = nil) {
         switch state {
-        case .connecting, .upgrading: break
+        // startUpgrade runs from connecting, or from parentHandshake once a parent has connected.
+        case .connecting, .parentHandshake, .upgrading: break
         default: return // late: the probe's answer came after the timeout, or after a stop closed the connection
         }
         record.rule = rule
