@@ -62,9 +62,10 @@ extension ProxyConnection {
     /// What a stop's record says of a connection still connecting: the parent being tried, and
     /// what the origin's name said so far.
     func noteUpstreamSoFar() {
-        guard case .connecting(let connector) = state else { return }
-        record.parent = connector.parent?.description
-        record.noteDNS(connector.dns)
+        if case .connecting(let connector) = state {
+            record.parent = connector.parent?.description
+            record.noteDNS(connector.dns)
+        }
     }
 
     /// Connected to the origin (or through the parent to it): on to what `next` says.
