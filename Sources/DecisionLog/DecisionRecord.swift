@@ -1,9 +1,11 @@
 import ATSPolicy
 import Dispatch
+import EventLoops
 import Foundation
 import Glibc
 import POSIX
 import ProxyAccess
+import TLSWire
 
 /// One decision as the log records it; field names are INTERFACE.md's.
 package struct DecisionRecord {
@@ -11,7 +13,8 @@ package struct DecisionRecord {
     package var client: SocketAddress
     package var method: String
     package var decision: Decision?
-    /// Set by `ProxyConnection.enforce` (and a watched handshake's outcome); else the decision's.
+    /// Set by `ProxyConnection.enforce` and `recordFailure` only (scripts/check-record-writers holds
+    /// the rule); else the decision's.
     package var action: RecordAction?
     package var reason: Reason?
     /// The TLS-level rule that decided (R14-R17), when one did; else the policy lookup's (R7-R12).
@@ -175,6 +178,11 @@ extension DecisionRecord {
         self.init(time: time, client: client, method: method, decision: nil)
     }
 
+    /// The record of a request that starts now (`method` "-" before a head is read).
+    package static func begin(client: SocketAddress, method: String, time: Double = wallClock()) -> DecisionRecord {
+        DecisionRecord(time: time, client: client, method: method)
+    }
+
     /// The JSON fields as journald fields: `ATS_` and the name in upper case; nulls are left out.
     package func journalFields(policy: String) -> [(String, String)] {
         var object = JSONObjectFields()
@@ -189,5 +197,63 @@ extension DecisionRecord {
         case "error": 3
         default: 6
         }
+    }
+}
+
+/// The ways a record changes on its way through a connection, each named for why.
+extension DecisionRecord {
+    /// A message when there is none yet: the first explanation stands.
+    package mutating func note(_ text: String) {
+        if message == nil { message = text }
+    }
+
+    /// Adds to the message, after what it says ("; " between).
+    package mutating func appendNote(_ text: String) {
+        message = (message.map { $0 + "; " } ?? "") + text
+    }
+
+    /// Puts `text` first in the message: what happened last says most.
+    package mutating func prependNote(_ text: String) {
+        message = text + (message.map { "; " + $0 } ?? "")
+    }
+
+    /// The request failed (action `error`) for `reason`; `message`, when given, replaces the record's.
+    /// `keepingOutcome`: an action and a reason already recorded stay, only what is missing is filled
+    /// (a stop ends a request that may have been decided already).
+    package mutating func recordFailure(_ reason: Reason, message: String?, keepingOutcome: Bool = false) {
+        action = keepingOutcome ? action ?? .error : .error
+        self.reason = keepingOutcome ? self.reason ?? reason : reason
+        if let message { self.message = message }
+    }
+
+    /// What a watched handshake showed: the client's SNI and key exchange offer, the server's
+    /// version and cipher (the first ServerHello that is not a HelloRetryRequest).
+    package mutating func noteHandshake(clientHello: ClientHello?, serverHello: ServerHello?, group: NamedGroup?) {
+        if sni == nil, let clientHello { sni = clientHello.serverName }
+        if let clientHello {
+            keyExchange = KeyExchangeFacts(group: group, postQuantumOffered: clientHello.offersPostQuantum)
+        }
+        if tlsVersion == nil, let serverHello, !serverHello.isHelloRetryRequest {
+            tlsVersion = TLSProtocolVersion.name(for: serverHello.negotiatedVersion)
+            cipher = CipherSuite.name(for: serverHello.cipherSuite)
+        }
+    }
+
+    /// The origin (or the parent proxy on the way to it) is connected: its address, and how long
+    /// after the request head.
+    package mutating func noteUpstream(address: SocketAddress, connectedAfter seconds: Double) {
+        upstreamIP = address.ip
+        connectedAfter = seconds
+    }
+
+    /// What the origin's name lookups said, added to what earlier attempts of this request said.
+    package mutating func noteDNS(_ facts: DNSFacts) {
+        if let waited = facts.waitedMilliseconds { dnsMilliseconds = max(dnsMilliseconds ?? 0, waited) }
+        switch facts.cached {
+        case false?: dnsCached = false
+        case true?: if dnsCached == nil { dnsCached = true }
+        case nil: break
+        }
+        if facts.stale { dnsStale = true }
     }
 }

@@ -104,6 +104,7 @@ extension ProxyConnection {
 
     private func authenticated(_ head: RequestHead, user: String, token: [UInt8], valid: Bool,
                                _ authenticator: ProxyAuthenticator) {
+        // Late: the connection was closed (a stop) while the password was checked.
         guard case .authenticating = state else { return }
         if valid { generation.daemon.loginThrottle.succeeded(clientAddress.ip, now: monotonic()) }
         guard valid else {

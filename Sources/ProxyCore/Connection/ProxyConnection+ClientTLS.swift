@@ -28,7 +28,7 @@ extension ProxyConnection {
 
     /// Reads the client's next handshake bytes and hands them to one step on the pool.
     func handshakeRead() {
-        guard case .handshaking = state, let tls = clientTLS else { return }
+        guard case .handshaking = state, let tls = clientTLS else { return impossible("a TLS handshake read") }
         guard !tls.stepping else { return client.wantRead(false) }
         var received: [UInt8] = []
         var ended = false
@@ -76,7 +76,7 @@ extension ProxyConnection {
     private func handshakeStepped(_ result: TLSIOResult, flight: [UInt8], clientEnded: Bool) {
         guard let tls = clientTLS else { return }
         tls.stepping = false
-        // Timed out or stopped meanwhile: the step's result goes with the session.
+        // Late: timed out or stopped meanwhile; the step's result goes with the session.
         guard case .handshaking = state else { return }
         switch result {
         case .done:
@@ -106,7 +106,7 @@ extension ProxyConnection {
 
     /// Writes the rest of a handshake flight the socket did not take at once.
     func handshakeFlush() {
-        guard case .handshaking = state, let tls = clientTLS else { return }
+        guard case .handshaking = state, let tls = clientTLS else { return impossible("a TLS handshake flushed") }
         switch tls.flush(client) {
         case .failed: handshakeFailed("writing to the client failed")
         case .wouldBlock: break

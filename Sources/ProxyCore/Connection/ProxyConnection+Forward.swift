@@ -132,7 +132,7 @@ extension ProxyConnection {
     }
 
     func exchangeReadClient() {
-        guard case .exchanging(let exchange) = state else { return }
+        guard case .exchanging(let exchange) = state else { return impossible("a forwarded request's client read") }
         var fresh: [UInt8] = []
         swap(&fresh, &inbound)
         let outcome = readClient()
@@ -147,7 +147,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteUpstream() {
-        guard case .exchanging(let exchange) = state, let upstream else { return }
+        guard case .exchanging(let exchange) = state, let upstream else { return impossible("a forwarded request written") }
         while !exchange.toUpstream.isEmpty {
             let outcome = exchange.toUpstream.withUnsafeBytes { upstreamWrite($0) }
             guard case .done(let n)? = outcome else {
@@ -162,7 +162,7 @@ extension ProxyConnection {
     }
 
     func exchangeReadUpstream() {
-        guard case .exchanging(let exchange) = state, let upstream else { return }
+        guard case .exchanging(let exchange) = state, let upstream else { return impossible("a forwarded response read") }
         readLoop: while exchange.toClient.count <= Self.bufferLimit {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -263,7 +263,7 @@ extension ProxyConnection {
     }
 
     func exchangeWriteClient() {
-        guard case .exchanging(let exchange) = state else { return }
+        guard case .exchanging(let exchange) = state else { return impossible("a forwarded response written") }
         if !exchange.toClient.isEmpty || clientHasUnsent {
             let pending = exchange.toClient.count
             let outcome = writeClient(&exchange.toClient)
@@ -317,7 +317,7 @@ extension ProxyConnection {
     /// The origin failed mid-exchange: 502 if nothing was sent to the client yet, else the client
     /// is reset (what it has is not a whole response).
     func exchangeFailed(_ message: String, reason: Reason = .upstreamProtocol) {
-        guard case .exchanging(let failed) = state else { return }
+        guard case .exchanging(let failed) = state else { return impossible("a forwarded exchange failed") }
         let started = failed.answered
         upstreamTLS = nil
         upstream?.close()

@@ -7,22 +7,28 @@ import ProxyAccess
 
 /// Through a parent proxy: a tunnel (and an upgrade's TLS) is opened with a CONNECT of our own to the
 /// parent, carrying the parent's credentials and nothing of the client's; the tunnel's bytes then
-/// flow exactly as on a direct connection, TLS inspection and every ATS decision included.
+/// flow exactly as on a direct connection, TLS inspection and every ATS decision included. Reaching
+/// the parent, and passing over one that cannot be reached, is UpstreamConnector's; a parent that
+/// refuses the CONNECT or answers garbage ends the request here.
 extension ProxyConnection {
     /// The CONNECT to the parent: the request going out, the answer's head coming in.
     final class ParentHandshake {
-        let attempt: UpstreamAttempt
         let parent: ParentProxy
         let address: SocketAddress
+        /// The origin, and what follows once the parent has connected to it.
+        let destination: Destination
+        let next: AfterConnect
         var request: [UInt8]
         /// The answer so far; only bytes of the head are ever read from the socket (what follows it is
         /// the origin's and stays there for the tunnel).
         var response: [UInt8] = []
 
-        init(attempt: UpstreamAttempt, parent: ParentProxy, address: SocketAddress, request: [UInt8]) {
-            self.attempt = attempt
+        init(parent: ParentProxy, address: SocketAddress, destination: Destination, next: AfterConnect,
+             request: [UInt8]) {
             self.parent = parent
             self.address = address
+            self.destination = destination
+            self.next = next
             self.request = request
         }
     }
@@ -34,10 +40,11 @@ extension ProxyConnection {
         return Array((text + "\r\n").utf8)
     }
 
-    func startParentHandshake(_ attempt: UpstreamAttempt, parent: ParentProxy, address: SocketAddress) {
-        let destination = attempt.destination
+    /// Connected to `parent` (at `address`): asks it to CONNECT to `destination`.
+    func startParentHandshake(to parent: ParentProxy, at address: SocketAddress, for destination: Destination,
+                              then next: AfterConnect) {
         let authority = hostForURL(destination) + ":\(destination.port)"
-        let handshake = ParentHandshake(attempt: attempt, parent: parent, address: address,
+        let handshake = ParentHandshake(parent: parent, address: address, destination: destination, next: next,
                                         request: Self.connectRequest(authority: authority, parent: parent))
         enterParentHandshake(handshake)
         let seconds = Int(generation.configuration.timeouts.connect)
@@ -49,7 +56,9 @@ extension ProxyConnection {
     }
 
     func parentHandshakeWrite() {
-        guard case .parentHandshake(let handshake) = state, let upstream else { return }
+        guard case .parentHandshake(let handshake) = state, let upstream else {
+            return impossible("a CONNECT to the parent written")
+        }
         switch upstream.write(&handshake.request) {
         case .done:
             upstream.wantWrite(false)
@@ -63,7 +72,9 @@ extension ProxyConnection {
 
     /// Reads the parent's answer up to the end of its head, never past it.
     func parentHandshakeRead() {
-        guard case .parentHandshake(let handshake) = state, let upstream else { return }
+        guard case .parentHandshake(let handshake) = state, let upstream else {
+            return impossible("the parent's answer read")
+        }
         let peeked = recv(upstream.fd, loop.scratch.baseAddress, loop.scratch.count, Int32(MSG_PEEK))
         if peeked < 0 {
             if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return }
@@ -106,7 +117,7 @@ extension ProxyConnection {
         let parsed = handshake.response.withUnsafeBytes { bytes in
             Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(bytes) }
         }
-        let authority = hostForURL(handshake.attempt.destination) + ":\(handshake.attempt.destination.port)"
+        let authority = hostForURL(handshake.destination) + ":\(handshake.destination.port)"
         switch parsed {
         case .failure(let error):
             parentBroke(handshake, "its answer to CONNECT is not HTTP: \(error.problem)")
@@ -117,7 +128,7 @@ extension ProxyConnection {
             switch head.status {
             case 200..<300:
                 upstream.wantRead(false)
-                connected(to: handshake.address, handshake.attempt)
+                connected(to: handshake.address, via: handshake.parent, handshake.destination, then: handshake.next)
             case 407:
                 let credentials = handshake.parent.user.map { "refused the credentials of user '\($0)'" }
                     ?? "wants credentials (give them in --parent http://USER:PASSWORD@HOST:PORT)"
@@ -148,6 +159,7 @@ extension ProxyConnection {
     }
 
     private func parentAnswered(_ verdict: Verdict) {
+        // Late: the timeout's entry was due in the clock tick that saw the connection move on.
         guard case .parentHandshake = state else { return }
         upstream?.close()
         upstream = nil

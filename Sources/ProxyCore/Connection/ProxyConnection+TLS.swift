@@ -20,6 +20,16 @@ extension ProxyConnection {
         }
     }
 
+    /// The record of a tunnel that ended before its certificate verdict, waiting for it (logDeferred).
+    /// A class, so that every connection holds one reference instead of a second record inline.
+    final class DeferredRecord {
+        let record: DecisionRecord
+
+        init(_ record: DecisionRecord) {
+            self.record = record
+        }
+    }
+
     /// The first client bytes were a TLS record: start watching the handshake.
     func inspectTLS(destination: Destination, requirements: Requirements, pin: PinnedDomain?) {
         let configuration = generation.configuration
@@ -28,7 +38,8 @@ extension ProxyConnection {
                                                           certificateMode: configuration.inspection.certificateMode)))
         enterInspecting(watched)
         arm(after: configuration.timeouts.handshake) { [self] in
-            // Whoever owes the next flight is the one who was slow.
+            // Whoever owes the next flight is the one who was slow. Late (no longer inspecting): the
+            // entry was due in the clock tick that saw the handshake end.
             guard case .inspecting(let watched) = state else { return }
             if watched.inspection.released {
                 // Only the client's answer was awaited, and it is slow: relay without it.
@@ -48,18 +59,20 @@ extension ProxyConnection {
     }
 
     func inspectionReadClient() {
-        guard case .inspecting(let watched) = state else { return }
+        guard case .inspecting(let watched) = state else { return impossible("a watched handshake's client read") }
         let outcome = readClient()
         let bytes = inbound
         inbound = []
         perform(watched.inspection.receiveFromClient(bytes), watched)
-        guard case .inspecting = state else { return }
+        guard case .inspecting = state else { return } // the steps just performed ended or released it
         if case .ended = outcome { return perform(watched.inspection.clientEnded(failed: false), watched) }
         if case .failed = outcome { return perform(watched.inspection.clientEnded(failed: true), watched) }
     }
 
     func inspectionReadUpstream() {
-        guard case .inspecting(let watched) = state, let upstream else { return }
+        guard case .inspecting(let watched) = state, let upstream else {
+            return impossible("a watched handshake's origin read")
+        }
         var ended = false
         var fresh: [UInt8] = []
         readLoop: while watched.inspection.heldBytes + fresh.count <= TLSInspection.holdLimit {
@@ -71,7 +84,7 @@ extension ProxyConnection {
         }
         let wasJudging = watched.inspection.waitingForJudgement || watched.inspection.released
         perform(watched.inspection.receiveFromOrigin(fresh, ended: ended && !wasJudging), watched)
-        guard case .inspecting = state else { return }
+        guard case .inspecting = state else { return } // the steps just performed ended or released it
         // Above the hold limit, or at the origin's end while a verdict is awaited: stop reading (the
         // relay takes the end over once the tunnel is released).
         if watched.inspection.heldBytes > TLSInspection.holdLimit || ended { upstream.wantRead(false) }
@@ -81,10 +94,10 @@ extension ProxyConnection {
     /// is dropped. Then the cleared bytes are written.
     private func perform(_ steps: [TLSInspection.Step], _ watched: InspectionBox) {
         for step in steps {
-            guard case .inspecting = state else { return }
+            guard case .inspecting = state else { return } // a step before this one ended or released it
             switch step {
             case .note(let text):
-                record.message = record.message ?? text
+                record.note(text)
             case .refuse(let verdict, let alert):
                 noteHandshakeFacts(watched.inspection)
                 if refuseHandshake(verdict, alert: alert, watched.inspection.alertRecordVersion) { return }
@@ -92,9 +105,7 @@ extension ProxyConnection {
                 noteHandshakeFacts(watched.inspection)
                 awaitJudgement(evidence, holding: holding, watched)
             case .serverAlert(let alert):
-                record.action = .error
-                record.reason = .serverAlert
-                record.message = "the origin refused the TLS handshake with a fatal alert: \(alert.summary)"
+                record.recordFailure(.serverAlert, message: "the origin refused the TLS handshake with a fatal alert: \(alert.summary)")
             case .release:
                 noteHandshakeFacts(watched.inspection)
                 // Still watched until the client answers the flight just cleared (its bytes pass
@@ -105,10 +116,10 @@ extension ProxyConnection {
                 return release(watched)
             case .ended(let message, let origin):
                 if origin {
-                    record.action = .error
-                    record.reason = .upstreamProtocol
+                    record.recordFailure(.upstreamProtocol, message: message)
+                } else {
+                    record.message = message
                 }
-                record.message = message
                 return finish()
             }
         }
@@ -118,15 +129,8 @@ extension ProxyConnection {
 
     /// What the handshake showed, for the record.
     private func noteHandshakeFacts(_ inspection: TLSInspection) {
-        if record.sni == nil, let hello = inspection.clientHello { record.sni = hello.serverName }
-        if let hello = inspection.clientHello {
-            record.keyExchange = KeyExchangeFacts(group: inspection.keyExchange.group,
-                                                  postQuantumOffered: hello.offersPostQuantum)
-        }
-        if record.tlsVersion == nil, let hello = inspection.serverHello, !hello.isHelloRetryRequest {
-            record.tlsVersion = TLSProtocolVersion.name(for: hello.negotiatedVersion)
-            record.cipher = CipherSuite.name(for: hello.cipherSuite)
-        }
+        record.noteHandshake(clientHello: inspection.clientHello, serverHello: inspection.serverHello,
+                             group: inspection.keyExchange.group)
     }
 
     /// The client's answer to the server's flight: a fatal alert, or TLS 1.3's encrypted one, is its
@@ -143,11 +147,8 @@ extension ProxyConnection {
             return
         }
         record.clientRefusal = refusal
-        if record.loggedReason == nil {
-            record.action = .error
-            record.reason = .clientRefusedCertificate
-        }
-        record.message = refusal.message + (record.message.map { "; " + $0 } ?? "")
+        if record.loggedReason == nil { record.recordFailure(.clientRefusedCertificate, message: nil) }
+        record.prependNote(refusal.message)
     }
 
     // MARK: judgement
@@ -193,9 +194,9 @@ extension ProxyConnection {
         // still gets its record completed with the certificate's findings.
         cache.compute(key, on: pool, compute: compute, on: loop) { [self] judgement in
             judgementPending = false
-            if let record = deferredRecord.first {
-                deferredRecord = []
-                return logDeferred(record, judgement)
+            if let deferred = deferredRecord {
+                deferredRecord = nil
+                return logDeferred(deferred.record, judgement)
             }
             applyJudgement(judgement)
         }
@@ -207,9 +208,9 @@ extension ProxyConnection {
         record.certificate = judgement.certificate
         record.toleratedFindings = judgement.tolerated
         if let blocking = judgement.blocking {
-            record.message = (record.message.map { $0 + "; " } ?? "") + "verdict after the tunnel ended: " + blocking.message
+            record.appendNote("verdict after the tunnel ended: " + blocking.message)
         } else if let note = judgement.note {
-            record.message = record.message ?? note
+            record.note(note)
         }
         started = monotonic() - deferred.durationMilliseconds / 1000 // the tunnel's duration, not the verdict's
         log()
@@ -228,9 +229,9 @@ extension ProxyConnection {
             if case .refuse(let verdict, _)? = TLSInspection.refusal(judgement) {
                 guard enforce(verdict, .cut) else { return }
             }
-            if let note = judgement.note, record.message == nil { record.message = note }
+            if let note = judgement.note { record.note(note) }
         default:
-            return
+            return // late: the verdict came after the tunnel ended (its record waited: logDeferred) or was cut
         }
     }
 
@@ -254,6 +255,7 @@ extension ProxyConnection {
     /// Writes what the inspection has cleared: client bytes once the ClientHello is checked, server
     /// bytes once released (or a HelloRetryRequest's flight).
     func inspectionFlush() {
+        // Also reached from the end of `perform`, whose last step may have ended or released it.
         guard case .inspecting(let watched) = state, let upstream else { return }
         if !watched.inspection.toOrigin.isEmpty {
             let before = watched.inspection.toOrigin.count

@@ -28,9 +28,7 @@ extension ProxyConnection {
     func openTunnel(_ destination: Destination, loadContext: LoadContext) {
         enterAwaitingTunnelBytes(destination, loadContext)
         arm(after: generation.configuration.timeouts.head) { [self] in
-            record.action = .error
-            record.reason = .clientTimeout
-            record.message = "no bytes from the client after CONNECT"
+            record.recordFailure(.clientTimeout, message: "no bytes from the client after CONNECT")
             finish()
         }
         if !inbound.isEmpty { inspectTunnel(destination: destination, loadContext: loadContext) }
@@ -39,11 +37,11 @@ extension ProxyConnection {
     /// The first client bytes of a tunnel: a TLS handshake record proceeds; anything else is cleartext
     /// and obeys the cleartext rule (`cleartext-in-tunnel`).
     func inspectTunnel(destination: Destination, loadContext: LoadContext) {
-        guard case .awaitingTunnelBytes = state else { return }
+        guard case .awaitingTunnelBytes = state else { return impossible("a tunnel's first bytes read") }
         if case .ended = readClient(), inbound.isEmpty {
             // The tunnel was decided and answered 200: it is logged like any other, empty or not
             // (the soak found bursts of CONNECTs answered and never logged).
-            record.message = record.message ?? "the client closed the tunnel before sending a byte"
+            record.note("the client closed the tunnel before sending a byte")
             return finish()
         }
         guard let first = inbound.first else { return }
@@ -111,7 +109,7 @@ extension ProxyConnection {
         let idle = generation.configuration.timeouts.idle
         arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
             if monotonic() - lastActivity > idle {
-                record.message = record.message ?? "idle for \(Int(idle)) s"
+                record.note("idle for \(Int(idle)) s")
                 finish()
             }
         }

@@ -55,7 +55,9 @@ extension ProxyConnection {
     }
 
     func upgradeHandshake() {
-        guard case .upgrading(let upgrade) = state, let tls = upstreamTLS, let upstream else { return }
+        guard case .upgrading(let upgrade) = state, let tls = upstreamTLS, let upstream else {
+            return impossible("an upgrade's handshake step")
+        }
         switch tls.handshake() {
         case .wantRead:
             upstream.wantWrite(false)
@@ -119,8 +121,9 @@ extension ProxyConnection {
 
     private func upgradeFailed(reason: String, message: String, status: Int = 502, rule: RuleID? = nil) {
         switch state {
-        case .connecting, .upgrading: break
-        default: return
+        // startUpgrade runs from connecting, or from parentHandshake once a parent has connected.
+        case .connecting, .parentHandshake, .upgrading: break
+        default: return // late: the probe's answer came after the timeout, or after a stop closed the connection
         }
         record.rule = rule
         upstreamTLS = nil

@@ -1,7 +1,6 @@
 import ATSPolicy
 import DecisionLog
 import Dispatch
-import DNS
 import EventLoops
 import Glibc
 import HTTP1
@@ -11,74 +10,16 @@ import TLSWire
 import POSIX
 
 /// One client connection, confined to one serial queue of the event loop. The data flow: request
-/// head (here) -> destination -> decision -> verdict (`enforce`, here) -> a tunnel
-/// (ProxyConnection+Tunnel.swift, its handshake watched by +TLS), a forwarded exchange (+Forward), an
-/// upgrade to TLS (+Upgrade) or an answer (here).
+/// head (here) -> destination -> decision -> verdict (`enforce`, here) -> the origin connected
+/// (ProxyConnection+Upstream.swift hands the way there to UpstreamConnector) -> a tunnel (+Tunnel, its
+/// handshake watched by +TLS), a forwarded exchange (+Forward), an upgrade to TLS (+Upgrade) or an
+/// answer (here).
 ///
-/// Its phases are `State`, whose cases carry their own data; every change of phase, and every
-/// binding of a readiness handler, is in this file (`enter...` and `bindHandlers`). The other files
-/// hold what each phase does with the bytes it is handed.
+/// Its phases are `State` (ProxyConnection+State.swift), whose cases carry their own data; every
+/// change of phase goes through `enter`, which checks it against the transition table, and every
+/// binding of a readiness handler is in `bindHandlers`, both in this file. The other files hold what
+/// each phase does with the bytes it is handed.
 package final class ProxyConnection {
-    /// The legal transitions:
-    /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
-    ///   port) | closed
-    /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
-    ///   | connecting (a tunnel, a forward, an upgrade)
-    /// - authenticating -> answering (a 407, a verdict) | connecting
-    /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
-    ///   | parentHandshake (a tunnel or an upgrade through a parent proxy)
-    /// - parentHandshake -> answering (the parent's refusal, the CONNECT 200) | upgrading
-    /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200) | closed
-    /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying (anything else) | closed
-    /// - inspecting -> relaying (released) | closed (refused, ended)
-    /// - upgrading -> exchanging | answering (a failure)
-    /// - exchanging -> readingHead (keep-alive) | connecting (one retry of a stale pooled origin)
-    ///   | answering (a failure before any of the response) | closed
-    /// - relaying, relayingTLS -> closed
-    /// Any state -> closed.
-    enum State {
-        /// The client's TLS handshake with the proxy (`clientTLS`), its steps on the handshake pool.
-        case handshaking
-        /// Waiting for (the rest of) a request head in `inbound`.
-        case readingHead
-        /// The request's credentials are being checked on the blocking pool (a slow hash).
-        indirect case authenticating(RequestHead)
-        /// Resolving and connecting to the origin or a parent proxy; then what the attempt's `next` says.
-        case connecting(UpstreamAttempt)
-        /// Asking the parent proxy to CONNECT to the origin.
-        case parentHandshake(ParentHandshake)
-        /// Writing an answer of the proxy's own (`outbound`); then what `next` says.
-        indirect case answering(next: AfterAnswer)
-        /// A tunnel is open: its first client bytes tell TLS from cleartext.
-        indirect case awaitingTunnelBytes(Destination, LoadContext)
-        /// Watching the tunnel's TLS handshake.
-        case inspecting(InspectionBox)
-        /// TLS to the origin for `--cleartext upgrade`, before the request goes up.
-        case upgrading(UpgradeState)
-        /// One forwarded request and its response.
-        case exchanging(Exchange)
-        /// Bytes move both ways by splice: up (client to origin) and down.
-        case relaying(up: Pump, down: Pump)
-        /// The same for a client that speaks TLS to the proxy: through user space, its records
-        /// opened and sealed on the way.
-        case relayingTLS(ClientTLSRelay)
-        case closed
-    }
-
-    /// What follows a successful connection to the origin.
-    enum AfterConnect {
-        case tunnel(LoadContext)
-        case forward(RequestHead)
-        case upgrade(RequestHead, Decision, original: Destination)
-    }
-
-    /// What follows an answer once it is written.
-    enum AfterAnswer {
-        case close
-        case nextRequest
-        case tunnel(Destination, LoadContext)
-    }
-
     let generation: Generation
     let queue: DispatchQueue
     let client: Channel
@@ -88,7 +29,7 @@ package final class ProxyConnection {
     var clientTLS: ClientTLS?
     /// Accepted on a TLS listener (the records' `client_tls`), whether or not the handshake succeeded.
     let onTLSListener: Bool
-    private(set) var state = State.readingHead
+    private(set) var state = State.accepted
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
     /// An answer of the proxy's own, being written.
@@ -99,8 +40,7 @@ package final class ProxyConnection {
     var upstreamTLS: TLSConnection?
     /// A certificate verdict is being computed; a record finished meanwhile waits for it.
     var judgementPending = false
-    /// (In an array: an inline optional record would make every connection carry a second one.)
-    var deferredRecord: [DecisionRecord] = []
+    var deferredRecord: DeferredRecord?
     /// The event loop the connection lives on, and the proxy's state kept for that loop.
     let loop: EventLoop
     let proxyLoop: ProxyLoop
@@ -139,78 +79,61 @@ package final class ProxyConnection {
         self.clock = loop.clock
         self.pool = proxyLoop.pool
         self.clientAddress = clientAddress
+        // A connection is made on the loop that owns it (ProxyServer.begin) and never leaves it.
+        loop.assertOnLoop()
         client = Channel(fd: fd, poller: loop.poller)
-        record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
+        record = .begin(client: clientAddress, method: "-")
         proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
     // MARK: transitions (the only assignments to `state`)
 
-    func enterHandshaking() {
-        state = .handshaking
+    /// The one assignment to `state`: a move the transition table does not allow stops a debug build
+    /// here, naming both states; then the new state's readiness handlers are bound.
+    private func enter(_ next: State) {
+        assert(State.allows(from: state.kind, to: next.kind), "illegal transition \(state.kind) -> \(next.kind)")
+        state = next
         bindHandlers()
+    }
+
+    func enterHandshaking() {
+        enter(.handshaking)
         client.wantRead(true)
     }
 
     func enterReadingHead() {
-        state = .readingHead
-        bindHandlers()
+        enter(.readingHead)
         client.wantRead(true)
     }
 
-    func enterAuthenticating(_ head: RequestHead) {
-        state = .authenticating(head)
-        bindHandlers()
-    }
+    func enterAuthenticating(_ head: RequestHead) { enter(.authenticating(head)) }
 
-    func enterConnecting(_ attempt: UpstreamAttempt) {
-        state = .connecting(attempt)
-        bindHandlers()
-    }
+    func enterConnecting(_ connector: UpstreamConnector) { enter(.connecting(connector)) }
 
-    func enterParentHandshake(_ handshake: ParentHandshake) {
-        state = .parentHandshake(handshake)
-        bindHandlers()
-    }
-
-    func enterAnswering(next: AfterAnswer) {
-        state = .answering(next: next)
-        bindHandlers()
-    }
+    func enterParentHandshake(_ handshake: ParentHandshake) { enter(.parentHandshake(handshake)) }
 
     func enterAwaitingTunnelBytes(_ destination: Destination, _ loadContext: LoadContext) {
-        state = .awaitingTunnelBytes(destination, loadContext)
-        bindHandlers()
+        enter(.awaitingTunnelBytes(destination, loadContext))
         client.wantRead(true)
     }
 
     func enterInspecting(_ inspection: InspectionBox) {
-        state = .inspecting(inspection)
-        bindHandlers()
+        enter(.inspecting(inspection))
         upstream?.wantRead(true)
     }
 
-    func enterUpgrading(_ upgrade: UpgradeState) {
-        state = .upgrading(upgrade)
-        bindHandlers()
-    }
+    func enterUpgrading(_ upgrade: UpgradeState) { enter(.upgrading(upgrade)) }
 
-    func enterExchanging(_ exchange: Exchange) {
-        state = .exchanging(exchange)
-        bindHandlers()
-    }
+    func enterExchanging(_ exchange: Exchange) { enter(.exchanging(exchange)) }
 
-    func enterRelaying(up: Pump, down: Pump) {
-        state = .relaying(up: up, down: down)
-        bindHandlers()
-    }
+    func enterRelaying(up: Pump, down: Pump) { enter(.relaying(up: up, down: down)) }
 
-    func enterRelayingTLS(_ relay: ClientTLSRelay) {
-        state = .relayingTLS(relay)
-        bindHandlers()
-    }
+    func enterRelayingTLS(_ relay: ClientTLSRelay) { enter(.relayingTLS(relay)) }
 
+    /// A relay's callbacks are cut, and a connector's attempts stopped, first: nothing reaches a
+    /// closed connection.
     private func enterClosed() {
+        if case .connecting(let connector) = state { connector.cancel() }
         if case .relaying(let up, let down) = state {
             for pump in [up, down] {
                 pump.onFinish = {}
@@ -219,7 +142,14 @@ package final class ProxyConnection {
             }
         }
         if case .relayingTLS(let relay) = state { relay.detach() }
-        state = .closed
+        enter(.closed)
+    }
+
+    /// An event the state machine rules out: a handler called in a state that does not bind it, or
+    /// a step of a phase that has already ended. A bug: a debug build stops here; a release build
+    /// drops the event, as it always did.
+    func impossible(_ event: @autoclosure () -> String, file: StaticString = #fileID, line: UInt = #line) {
+        assertionFailure("\(event()) in state \(state.kind)", file: file, line: line)
     }
 
     /// Every readiness handler, by state: the one place they are bound.
@@ -273,7 +203,7 @@ package final class ProxyConnection {
             upstream?.onWritable { relay.writeUp() }
             upstream?.onReadable { relay.originReadable() }
             client.onWritable { relay.writeDown() }
-        case .closed:
+        case .accepted, .closed:
             break
         }
     }
@@ -309,7 +239,7 @@ package final class ProxyConnection {
     // MARK: request head
 
     func readHead() {
-        guard case .readingHead = state else { return }
+        guard case .readingHead = state else { return impossible("a request head read") }
         if proxyLoop.logPaused || generation.daemon.sink.isPaused { return waitForLog() }
         // A client may send its (last) request and its end together: a complete head is still
         // answered; the end is seen again by whatever reads next.
@@ -330,7 +260,7 @@ package final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = DecisionRecord(time: wallClock(), client: clientAddress, method: head.method)
+        record = .begin(client: clientAddress, method: head.method)
         disarm()
         route(head)
     }
@@ -345,7 +275,8 @@ package final class ProxyConnection {
 
     /// The log has drained (ProxyServer): the request head is read again, under a fresh timeout.
     func logDrained() {
-        guard case .readingHead = state else { return }
+        // Only a connection reading a head waits for the log, and one that closes leaves the list.
+        guard case .readingHead = state else { return impossible("the log drained") }
         if inbound.isEmpty {
             arm(after: generation.configuration.timeouts.head) { [self] in close() }
         } else {
@@ -428,240 +359,6 @@ package final class ProxyConnection {
         respond(.answer(status: 400, .badRequest, message: "unsupported request target"))
     }
 
-    // MARK: upstream
-
-    /// A connection to the origin while it is being made: where to, what follows, the parent proxies
-    /// still to try, the race of addresses, and what the lookups said. A class held by the
-    /// `connecting` state (and the parent's handshake): callbacks that outlive it check it is current.
-    final class UpstreamAttempt {
-        let destination: Destination
-        let next: AfterConnect
-        /// A forwarded request may reuse an idle pooled connection.
-        let pooled: Bool
-        /// Parents still to try, in order, and the one being tried; none: straight to the origin.
-        var parents: ArraySlice<ParentProxy>
-        var parent: ParentProxy?
-        var eyeballs: HappyEyeballs?
-        /// The families whose names gave no address, and why.
-        var lookupFailures: [LookupFailure] = []
-        /// Every address a family gave was refused by the destination ACL: the answer, when no
-        /// other family leaves an address to try.
-        var denial: Verdict?
-        /// Why the parents tried so far failed, for the message when none is left.
-        var parentProblems: [String] = []
-        var connectTimerArmed = false
-        /// When the name was asked for (CLOCK_MONOTONIC seconds): `dns_ms` is this request's own wait,
-        /// also when it joined a lookup already in flight.
-        var resolutionStarted = 0.0
-
-        init(destination: Destination, next: AfterConnect, pooled: Bool, parents: [ParentProxy]) {
-            self.destination = destination
-            self.next = next
-            self.pooled = pooled
-            self.parents = parents[...]
-        }
-    }
-
-    /// Connects to the origin, directly (its name resolved here, its addresses raced by Happy
-    /// Eyeballs) or through the parent proxies the request's route and `--parent` name (the origin's
-    /// name is then the parent's to resolve); a forward may take a pooled connection. Then `next`.
-    func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
-        let parents = generation.parents.parents(for: destination, route: routeEgress())
-        let attempt = UpstreamAttempt(destination: destination, next: next, pooled: pooled, parents: parents)
-        enterConnecting(attempt)
-        upstreamFromPool = false
-        parent = nil
-        record.parent = nil
-        if parents.isEmpty {
-            connect(attempt, to: destination.host, port: destination.port)
-        } else if let refused = destinationRefusedThroughParent(destination) {
-            respond(refused) // the parent resolves: the name or literal as the client gave it is checked
-        } else {
-            connectNextParent(attempt)
-        }
-    }
-
-    /// The way out a route names for this request (`parent=URL`, `direct`); nil when no route does.
-    private func routeEgress() -> Egress? {
-        let router = generation.router
-        guard router.routes.contains(where: { $0.egress != nil }) else { return nil }
-        return router.egress(user: proxyUser, client: clientAddress.ip, port: localPort,
-                             product: AppRouter.product(ofUserAgent: record.userAgent))
-    }
-
-    /// Resolves `host` and races its addresses: the origin's, or the current parent's.
-    private func connect(_ attempt: UpstreamAttempt, to host: Host, port: Int) {
-        let viaParent = attempt.parent
-        let eyeballs = HappyEyeballs(loop: loop, answers: generation.resolver.answerCount(for: host)) { [self] outcome in
-            raced(outcome, attempt)
-        }
-        attempt.eyeballs = eyeballs
-        attempt.lookupFailures = []
-        attempt.denial = nil
-        attempt.connectTimerArmed = false
-        attempt.resolutionStarted = monotonic()
-        // The resolver answers by --dns-timeout; the connect timeout starts with the first attempt.
-        arm(after: generation.configuration.dns.timeout + 1) { [self] in upstreamTimedOut(attempt) }
-        generation.resolver.resolve(host, on: loop) { [self] resolution in
-            guard case .connecting(let current) = state, current === attempt, attempt.eyeballs === eyeballs else { return }
-            if viaParent == nil { note(resolution, attempt) }
-            switch resolution.result {
-            case .failure(let failure):
-                attempt.lookupFailures.append(failure)
-                eyeballs.familyFailed()
-            case .success(var addresses):
-                // The one place where resolved addresses become connection candidates: the
-                // destination ACL filters the origin's here (`permittedAddresses`), and Happy Eyeballs
-                // races what is left. A parent's own addresses are the operator's choice and skip it;
-                // through a parent, the origin's name is never resolved here (openUpstream checks it).
-                if viaParent == nil {
-                    switch permittedAddresses(addresses, for: attempt.destination) {
-                    case .allowed(let permitted):
-                        addresses = permitted
-                    case .denied(let verdict):
-                        attempt.denial = verdict
-                        return eyeballs.familyFailed()
-                    }
-                }
-                let candidates = addresses.map { SocketAddress(ip: $0, port: port) }
-                if attempt.pooled, takePooled(candidates, attempt) { return }
-                if !attempt.connectTimerArmed, !candidates.isEmpty {
-                    attempt.connectTimerArmed = true
-                    arm(after: generation.configuration.timeouts.connect) { [self] in upstreamTimedOut(attempt) }
-                }
-                eyeballs.add(candidates, family: resolution.family)
-            }
-        }
-    }
-
-    /// The record's `dns_ms`, `dns_cached` and `dns_stale` from one answer for the origin's name.
-    private func note(_ resolution: Resolution, _ attempt: UpstreamAttempt) {
-        if resolution.lookupMilliseconds != nil {
-            let waited = (monotonic() - attempt.resolutionStarted) * 1000
-            record.dnsMilliseconds = max(record.dnsMilliseconds ?? 0, waited)
-            record.dnsCached = false
-        } else if record.dnsCached == nil {
-            record.dnsCached = true
-        }
-        if resolution.isStale { record.dnsStale = true }
-    }
-
-    /// An idle pooled connection to one of `candidates`, taken instead of a new one.
-    private func takePooled(_ candidates: [SocketAddress], _ attempt: UpstreamAttempt) -> Bool {
-        let viaParent = attempt.parent != nil
-        for address in candidates {
-            guard let channel = pool.take(address, viaParent: viaParent) else { continue }
-            attempt.eyeballs?.cancel()
-            upstream = channel
-            upstreamFromPool = true
-            connected(to: address, attempt)
-            return true
-        }
-        return false
-    }
-
-    private func raced(_ outcome: HappyEyeballs.Outcome, _ attempt: UpstreamAttempt) {
-        guard case .connecting(let current) = state, current === attempt else {
-            if case .connected(let channel, _) = outcome { channel.close() }
-            return
-        }
-        let attempted = attempt.eyeballs?.attempted ?? 0
-        switch outcome {
-        case .connected(let channel, let address):
-            upstream = channel
-            if attempt.parent != nil, case .forward = attempt.next {
-                connected(to: address, attempt) // absolute-form requests go straight to the parent
-            } else if let parent = attempt.parent {
-                startParentHandshake(attempt, parent: parent, address: address)
-            } else {
-                connected(to: address, attempt)
-            }
-        case .failed(let problem):
-            let destination = attempt.destination
-            if let parent = attempt.parent {
-                let why = attempted == 0 && !attempt.lookupFailures.isEmpty
-                    ? "cannot resolve it: " + attempt.lookupFailures.map(\.message).joined(separator: "; ")
-                    : "cannot connect: \(problem)"
-                return parentFailed(attempt, parent, why)
-            }
-            // Nothing tried: a refusal says most (a name of the host's own may also lack an IPv6
-            // address), then why the name gave no address.
-            if attempted == 0, let denial = attempt.denial { return respond(denial) }
-            if attempted == 0, !attempt.lookupFailures.isEmpty {
-                return respond(lookupVerdict(attempt.lookupFailures, host: destination.host))
-            }
-            respond(.fail(.upstreamRefused, status: 502, message: "cannot connect to \(destination.host):\(destination.port): \(problem)"))
-        }
-    }
-
-    /// Why a name gave no address at all, as the reason that says most: a resolver that did not
-    /// answer, then one that failed, then the name's absence (NXDOMAIN, or NODATA for every family).
-    private func lookupVerdict(_ failures: [LookupFailure], host: Host) -> Verdict {
-        let message = "cannot resolve \(host): " + failures.map(\.message).joined(separator: "; ")
-        if failures.contains(where: { $0.kind == .timeout }) { return .fail(.dnsTimeout, status: 504, message: message) }
-        if let failure = failures.first(where: { $0.kind == .failure }) {
-            return .fail(.dnsFailure, status: 502, message: message, answer: NextHopAnswer(rcode: failure.rcode))
-        }
-        // NXDOMAIN says more than NODATA (which a name with an address of the other family also gives).
-        let rcode = failures.contains { $0.kind == .nxdomain } ? "NXDOMAIN" : failures.first?.rcode
-        return .fail(.dnsNXDomain, status: 502, message: message, answer: NextHopAnswer(rcode: rcode))
-    }
-
-    private func upstreamTimedOut(_ attempt: UpstreamAttempt) {
-        guard case .connecting(let current) = state, current === attempt else { return }
-        attempt.eyeballs?.cancel()
-        let seconds = Int(generation.configuration.timeouts.connect)
-        if let parent = attempt.parent {
-            return parentFailed(attempt, parent, "connecting timed out after \(seconds) s")
-        }
-        let destination = attempt.destination
-        enforce(.fail(.upstreamTimeout, status: 504,
-                      message: "connecting to \(destination.host):\(destination.port) timed out after \(seconds) s"))
-    }
-
-    // MARK: parent proxies
-
-    /// The next parent in order, or 502 `parent-unreachable` naming why each one failed.
-    private func connectNextParent(_ attempt: UpstreamAttempt) {
-        guard let parent = attempt.parents.popFirst() else {
-            let destination = attempt.destination
-            return respond(.fail(.parentUnreachable, status: 502,
-                                 message: "no parent proxy could reach \(destination.host):\(destination.port): "
-                                     + attempt.parentProblems.joined(separator: "; ")))
-        }
-        attempt.parent = parent
-        record.parent = parent.description
-        connect(attempt, to: parent.host, port: parent.port)
-    }
-
-    /// A parent that could not be reached is passed over for a while; the next one is tried.
-    private func parentFailed(_ attempt: UpstreamAttempt, _ parent: ParentProxy, _ problem: String) {
-        generation.daemon.parentHealth.markDown(parent)
-        attempt.parentProblems.append("parent \(parent): \(problem)")
-        upstream?.close()
-        upstream = nil
-        connectNextParent(attempt)
-    }
-
-    /// Connected to the origin (or through the parent to it): on to what the attempt's `next` says.
-    func connected(to address: SocketAddress, _ attempt: UpstreamAttempt) {
-        disarm()
-        upstreamAddress = address
-        record.upstreamIP = address.ip
-        record.connectedAfter = monotonic() - started
-        parent = attempt.parent
-        if let parent = attempt.parent { generation.daemon.parentHealth.markUp(parent) }
-        let destination = attempt.destination
-        switch attempt.next {
-        case .tunnel(let loadContext):
-            send(generation.connectEstablished, then: .tunnel(destination, loadContext))
-        case .forward(let head):
-            startExchange(head, destination: destination)
-        case .upgrade(let head, let decision, let original):
-            startUpgrade(head, destination: original, secure: destination, decision: decision)
-        }
-    }
-
     // MARK: verdicts and answers
 
     /// The one place a verdict is applied. It honours --mode (an ATS block in report mode is only
@@ -722,19 +419,21 @@ package final class ProxyConnection {
     /// `enforce` for a verdict that ends the request whatever the mode (an answer, a failure, an
     /// access rule), where the caller returns right after.
     func respond(_ verdict: Verdict, _ delivery: Delivery = .close) {
-        enforce(verdict, delivery)
+        let proceeds = enforce(verdict, delivery)
+        // A verdict that lets the request proceed would leave the connection with nothing to do.
+        assert(!proceeds, "respond(\(verdict.action)) let the request proceed")
     }
 
     /// Queues an answer's bytes and flushes them; then `next`.
-    private func send(_ bytes: [UInt8], then next: AfterAnswer) {
-        enterAnswering(next: next)
+    func send(_ bytes: [UInt8], then next: AfterAnswer) {
+        enter(.answering(next: next))
         disarm()
         outbound += bytes
         flushAnswer()
     }
 
     func flushAnswer() {
-        guard case .answering(let next) = state else { return }
+        guard case .answering(let next) = state else { return impossible("an answer flushed") }
         switch writeClient(&outbound) {
         case .done: break
         case .wouldBlock: return client.wantWrite(true)
@@ -796,7 +495,7 @@ package final class ProxyConnection {
         }
         if judgementPending {
             record.durationMilliseconds = (monotonic() - started) * 1000
-            deferredRecord = [record]
+            deferredRecord = DeferredRecord(record)
         } else {
             log()
         }
@@ -834,12 +533,11 @@ package final class ProxyConnection {
         case .readingHead where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
-            record.message = (record.message.map { $0 + "; " } ?? "") + "cut: the daemon stopped"
+            record.appendNote("cut: the daemon stopped")
             finish()
         default:
-            record.action = record.action ?? .error
-            record.reason = record.reason ?? .shutdown
-            record.message = "the daemon stopped before the connection finished"
+            noteUpstreamSoFar()
+            record.recordFailure(.shutdown, message: "the daemon stopped before the connection finished", keepingOutcome: true)
             log()
             close()
         }

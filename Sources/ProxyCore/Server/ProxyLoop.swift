@@ -41,6 +41,7 @@ package final class ProxyLoop {
     /// On each clock tick: the records go to the log's writer; under `--log-overflow pause` the loop
     /// follows the log, holding back new connections and requests while it is full.
     func handOverLog(to sink: LogSink) {
+        loop.assertOnLoop()
         sink.offer(&logBatch)
         let paused = sink.isPaused
         guard paused != logPaused else { return }
