@@ -1,7 +1,4 @@
-import Admin
 import ArgumentParser
-import Dispatch
-import Foundation
 import ProxyCore
 
 /// `atsgate run`: the proxy daemon. With no flags it listens on 127.0.0.1:3128 with full ATS.
@@ -54,50 +51,23 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        var configuration = try makeConfiguration()
-        let server: ProxyServer
-        let admin: AdminServer?
-        let inherited = try ServiceManager.inheritedListeners()
-        // The admin socket systemd bound is one of the proxy's own addresses (the destination ACL).
-        if let fd = inherited.admin.first, let address = Socket.localAddress(fd) { configuration.listeners.admin = address }
-        if !inherited.proxyTLS.isEmpty, configuration.listeners.tlsIdentity == nil {
-            throw CommandFailure(message: "socket activation passed a socket named proxy-tls: "
-                                 + "--listen-cert FILE and --listen-key FILE are needed for it")
-        }
-        // The live page's feed is the admin window's: without one, no record pays for it.
-        let feed = LiveFeed()
-        let hasAdmin = !inherited.admin.isEmpty || configuration.listeners.admin != nil
-        let sink = try DecisionLogOutput.sink(for: configuration)
+        var daemon = Daemon(configuration: try makeConfiguration(), inherited: try ServiceManager.inheritedListeners())
+        service.apply(to: &daemon)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        daemon.reconfigure = { try RunCommand.makeConfiguration(arguments: arguments) }
+        try daemon.run()
+    }
+
+    /// Reads the config file and policy again exactly as at start (the same arguments), for a reload;
+    /// whatever is wrong comes back as a one-line CommandFailure.
+    static func makeConfiguration(arguments: [String]) throws -> ProxyConfiguration {
         do {
-            server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
-                                     inheritedTLS: inherited.proxyTLS, observer: hasAdmin ? feed : nil)
-            if let fd = inherited.admin.first {
-                admin = try AdminServer(inherited: fd, server: server, feed: feed)
-            } else if let address = configuration.listeners.admin {
-                admin = try AdminServer(listeningOn: address, server: server, feed: feed)
-            } else {
-                admin = nil
-            }
+            let expanded = try ConfigFile.expand(arguments)
+            return try RunCommand.parse(Array(expanded.dropFirst())).makeConfiguration()
+        } catch let failure as CommandFailure {
+            throw failure
         } catch {
-            throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
+            throw CommandFailure(message: RunCommand.message(for: error))
         }
-        ProxyServer.version = AtsgateVersion.string
-        let loops = server.loopAllowance
-        ServiceManager.say("\(loops.count) event loop\(loops.count == 1 ? "" : "s"): \(loops.source)")
-        server.start()
-        admin?.start()
-        var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
-            .joined(separator: ", ")
-        if let identity = configuration.listeners.tlsIdentity, !server.boundTLSAddresses.isEmpty {
-            where_ += " with the certificate of \(ServiceLifecycle.describe(identity))"
-        }
-        if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }
-        let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
-        let line = "listening on \(where_) (policy \(configuration.policyLabel)\(more), "
-            + "profile \(policy.profile.rawValue), mode \(access.mode.rawValue))"
-        ServiceLifecycle(server: server, arguments: Array(CommandLine.arguments.dropFirst()),
-                         gracePeriod: service.gracePeriod, announce: { ServiceManager.say(line) }).start()
-        // The loops hold the admin listener's handlers, not the listener: keep it for the life of the process.
-        withExtendedLifetime(admin) { dispatchMain() }
     }
 }

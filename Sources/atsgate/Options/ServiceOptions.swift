@@ -11,4 +11,8 @@ struct ServiceOptions: ParsableArguments {
     func validate() throws {
         guard gracePeriod >= 0 else { throw ValidationError("--grace-period must not be negative") }
     }
+
+    func apply(to daemon: inout Daemon) {
+        daemon.gracePeriod = gracePeriod
+    }
 }
