@@ -3,8 +3,9 @@ import ProxyCore
 
 /// `atsgate run`: the proxy daemon. With no flags it listens on 127.0.0.1:3128 with full ATS.
 ///
-/// Its options come in groups by subsystem, each applying itself to the configuration (Options/); the
-/// help lists them in the order they are declared here.
+/// Its options come in groups by subsystem (Options/), listed by the help in the order they are
+/// declared here. A new flag goes into its subsystem's group: the `@Option`, its check in the group's
+/// `validate()` and its effect in the group's `apply(to:)`; the config file takes it as a key at once.
 struct RunCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
