@@ -8,11 +8,10 @@ import Foundation
 /// may appear on several lines; `#` starts a comment. Flags on the command line override the file,
 /// and a repeatable flag given there replaces all of the file's values for it.
 enum ConfigFile {
-    static let repeatable: Set<String> = ["listen", "listen-tls", "resolve", "connect-port", "allow-client",
-                                          "local-network", "ca-file", "upgrade-port", "policy", "route",
-                                          "allow-dest", "deny-dest", "dns-server", "parent", "parent-bypass",
-                                          "device"]
-    static let booleans: Set<String> = ["no-builtin-exceptions"]
+    /// The keys of repeatable flags, and of flags that take no value (`key = true`). Both are read off
+    /// `run`'s option groups, so that a flag added to a group needs no line here.
+    static let repeatable = runKeys { $0["isRepeating"] as? Bool == true }
+    static let booleans = runKeys { $0["kind"] as? String == "flag" }
 
     /// `run` arguments with the file named by `--config` folded in before the command line's own.
     static func expand(_ arguments: [String]) throws -> [String] {
@@ -91,6 +90,18 @@ enum ConfigFile {
             arguments += ["--\(key)", value]
         }
         return arguments
+    }
+
+    /// The long names of `run`'s options that `matches` picks, from ArgumentParser's description of
+    /// the command (what `--experimental-dump-help` prints).
+    private static func runKeys(where matches: ([String: Any]) -> Bool) -> Set<String> {
+        let json = try? JSONSerialization.jsonObject(with: Data(RunCommand._dumpHelp().utf8))
+        let command = (json as? [String: Any])?["command"] as? [String: Any]
+        let arguments = command?["arguments"] as? [[String: Any]] ?? []
+        let names = arguments.filter(matches).compactMap { argument in
+            (argument["names"] as? [[String: Any]])?.first { $0["kind"] as? String == "long" }?["name"] as? String
+        }
+        return Set(names).subtracting(["help", "version"])
     }
 
     /// The long option names `atsgate run` takes.

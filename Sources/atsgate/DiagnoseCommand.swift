@@ -125,7 +125,7 @@ struct DiagnoseCommand: ParsableCommand {
         if system, destination.scheme == .http {
             throw CommandFailure(message: "--system judges TLS servers: give an https:// URL, not \(url)")
         }
-        let pins = try RunCommand.pins(resolve)
+        let pins = try DNSOptions.pins(resolve)
         let engine: DecisionEngine? = options.policy.isEmpty
             ? nil : DecisionEngine(policy: try options.loadPolicy(), options: options.engineOptions)
         // A server that resets the connection mid-write must not kill the command (see TLSConnection).

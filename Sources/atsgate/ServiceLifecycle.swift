@@ -1,4 +1,3 @@
-import ArgumentParser
 import Dispatch
 import Foundation
 import ProxyCore
@@ -18,8 +17,9 @@ import TLSClient
 /// The service manager hears of each step (READY, RELOADING, STOPPING, STATUS, WATCHDOG).
 final class ServiceLifecycle: @unchecked Sendable {
     private let server: ProxyServer
-    private let arguments: [String]
     private let gracePeriod: Double
+    /// Builds the configuration a reload switches to (Daemon.reconfigure).
+    private let reconfigure: @Sendable () throws -> ProxyConfiguration
     /// Reloads run one at a time, off the event loops and off the signal queue.
     private let reloadQueue = DispatchQueue(label: "atsgate.reload")
     private var sources: [DispatchSourceSignal] = []
@@ -30,10 +30,11 @@ final class ServiceLifecycle: @unchecked Sendable {
     private var stopping = false
     private var lastReload = "none"
 
-    init(server: ProxyServer, arguments: [String], gracePeriod: Double, announce: @escaping @Sendable () -> Void) {
+    init(server: ProxyServer, gracePeriod: Double, reconfigure: @escaping @Sendable () throws -> ProxyConfiguration,
+         announce: @escaping @Sendable () -> Void) {
         self.server = server
-        self.arguments = arguments
         self.gracePeriod = gracePeriod
+        self.reconfigure = reconfigure
         self.announce = announce
     }
 
@@ -92,7 +93,7 @@ final class ServiceLifecycle: @unchecked Sendable {
         guard !stopping else { return }
         ServiceManager.reloading()
         reloadQueue.async { [self] in
-            let outcome = Result { try ServiceLifecycle.configuration(from: arguments) }
+            let outcome = Result { try reconfigure() }
             DispatchQueue.main.async { [self] in
                 switch outcome {
                 case .success(let configuration):
@@ -107,25 +108,13 @@ final class ServiceLifecycle: @unchecked Sendable {
                     ServiceManager.ready(status: status())
                 case .failure(let error):
                     server.reloadFailed()
-                    let problem = (error as? CommandFailure)?.message ?? RunCommand.message(for: error)
+                    let problem = (error as? CommandFailure)?.message ?? "\(error)"
                     lastReload = "failed at \(ServiceLifecycle.clockTime())"
                     ServiceManager.say("reload failed, keeping configuration \(server.generation): \(problem)")
                     ServiceManager.ready(status: "Reload failed: \(problem)")
                 }
             }
         }
-    }
-
-    /// Reads the config file and policy again exactly as at start (the same arguments).
-    static func configuration(from arguments: [String]) throws -> ProxyConfiguration {
-        let expanded = try ConfigFile.expand(arguments)
-        let command: RunCommand
-        do {
-            command = try RunCommand.parse(Array(expanded.dropFirst()))
-        } catch {
-            throw CommandFailure(message: RunCommand.message(for: error))
-        }
-        return try command.makeConfiguration()
     }
 
     /// The TLS listeners' certificate for a log line: its subject and end of validity.

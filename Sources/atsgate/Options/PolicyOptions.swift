@@ -1,6 +1,8 @@
 import ArgumentParser
 import ATSPolicy
 import Foundation
+import ProxyAccess
+import ProxyCore
 
 /// The flags `run` and `check` share (INTERFACE.md): which policy, and the engine's options.
 struct PolicyOptions: ParsableArguments {
@@ -114,6 +116,24 @@ extension IPNetwork: ExpressibleByArgument {
             self.init(address: address, prefixLength: address.isIPv4 ? 32 : 128)
         } else {
             return nil
+        }
+    }
+}
+
+extension PolicyOptions {
+    /// `atsgate run`'s policies: every `--policy` (an .ipa or .app gives one per bundle) under the
+    /// engine's options, the first also as the engine of requests no route chose.
+    func apply(to configuration: inout ProxyConfiguration) throws {
+        let engineOptions = engineOptions
+        configuration.apps = try loadPolicies().map { policy in
+            AppPolicy(id: policy.id, engine: DecisionEngine(policy: Policy(policy.source), options: engineOptions),
+                      label: policy.label, executable: policy.executable, name: policy.name)
+        }
+        if let first = configuration.apps.first {
+            configuration.engine = first.engine
+            configuration.policyLabel = first.label
+        } else {
+            configuration.engine = DecisionEngine(policy: .empty, options: engineOptions)
         }
     }
 }
