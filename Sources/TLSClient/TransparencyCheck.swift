@@ -39,6 +39,14 @@ public final class CTLogList: @unchecked Sendable {
         case other(String)
         /// The list gives no state: a list the operator wrote by hand, whose logs all count.
         case unstated
+
+        /// Whether an SCT of a log in this state can count at some time (a retired log's, before it retired).
+        var mayCount: Bool {
+            switch self {
+            case .qualified, .usable, .readonly, .retired, .unstated: true
+            case .pending, .rejected, .other: false
+            }
+        }
     }
 
     /// One log of the list.
@@ -70,6 +78,10 @@ public final class CTLogList: @unchecked Sendable {
     }
 
     /// Parses the bytes of a log list; `file` names it in errors.
+    ///
+    /// Only the logs whose SCTs can count (qualified, usable, read-only, retired, or without a state) go
+    /// into OpenSSL's log store: reading a key costs OpenSSL half a millisecond, and Apple's list names
+    /// over 80 rejected logs. An SCT of a listed log that cannot count is reported as such, unverified.
     public init(data: Data, file: String) throws(CTLogListError) {
         guard let object = try? JSONSerialization.jsonObject(with: data) else {
             throw CTLogListError(file: file, problem: "is not JSON")
@@ -78,8 +90,7 @@ public final class CTLogList: @unchecked Sendable {
             throw CTLogListError(file: file, key: "operators",
                                  problem: "is not a CT log list (expected a JSON object with an \"operators\" array)")
         }
-        var config = ""
-        var names: [String] = []
+        var loaded: [(name: String, key: String, path: String, description: String)] = []
         var logs: [String: String] = [:]
         var entries: [[UInt8]: Log] = [:]
         for (operatorIndex, element) in operators.enumerated() {
@@ -97,30 +108,49 @@ public final class CTLogList: @unchecked Sendable {
                     let key = "\(operatorKey).\(list)[\(index)]"
                     let parsed = try Self.log(member, key: key, file: file, operatorName: operatorName,
                                               rfc6962: list == "logs")
-                    let name = "\(list == "logs" ? "log" : "tiled")\(operatorIndex)_\(index)"
-                    names.append(name)
-                    // OpenSSL's log store format: one section per log, its description and base64 key.
-                    let safe = parsed.log.description.filter { $0 != "\n" && $0 != "\\" && $0 != "$" }
-                    config += "[\(name)]\ndescription = \(safe)\nkey = \(parsed.key)\n"
                     logs[Data(parsed.id).base64EncodedString()] = parsed.log.description
                     entries[parsed.id] = parsed.log
+                    if parsed.log.state.mayCount {
+                        loaded.append(("\(list == "logs" ? "log" : "tiled")\(operatorIndex)_\(index)", parsed.key,
+                                       "\(key).key", parsed.log.description))
+                    }
                 }
             }
         }
-        guard !names.isEmpty else { throw CTLogListError(file: file, key: "operators", problem: "names no CT log") }
-        config = "enabled_logs = \(names.joined(separator: ","))\n" + config
+        guard !entries.isEmpty else { throw CTLogListError(file: file, key: "operators", problem: "names no CT log") }
         guard let store = CTLOG_STORE_new() else { throw CTLogListError(file: file, problem: "out of memory") }
-        // OpenSSL reads log stores from files only.
-        let temporary = FileManager.default.temporaryDirectory
-            .appendingPathComponent("atsgate-ctlogs-\(UUID().uuidString).cnf").path
-        defer { try? FileManager.default.removeItem(atPath: temporary) }
-        OpenSSLErrorQueue.clear()
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(config.utf8),
-                                             attributes: [.posixPermissions: 0o600]),
-              CTLOG_STORE_load_file(store, temporary) == 1 else {
-            let problem = OpenSSLErrorQueue.drain().text
-            CTLOG_STORE_free(store)
-            throw CTLogListError(file: file, problem: "OpenSSL cannot load its logs: \(problem.isEmpty ? "cannot write \(temporary)" : problem)")
+        if !loaded.isEmpty {
+            // OpenSSL's log store format: one section per log, its description and base64 key.
+            var config = "enabled_logs = \(loaded.map(\.name).joined(separator: ","))\n"
+            for log in loaded {
+                let safe = log.description.filter { $0 != "\n" && $0 != "\\" && $0 != "$" }
+                config += "[\(log.name)]\ndescription = \(safe)\nkey = \(log.key)\n"
+            }
+            // OpenSSL reads log stores from files only.
+            let temporary = FileManager.default.temporaryDirectory
+                .appendingPathComponent("atsgate-ctlogs-\(UUID().uuidString).cnf").path
+            defer { try? FileManager.default.removeItem(atPath: temporary) }
+            OpenSSLErrorQueue.clear()
+            guard FileManager.default.createFile(atPath: temporary, contents: Data(config.utf8),
+                                                 attributes: [.posixPermissions: 0o600]) else {
+                CTLOG_STORE_free(store)
+                throw CTLogListError(file: file, problem: "cannot write \(temporary) for OpenSSL to read the logs from")
+            }
+            guard CTLOG_STORE_load_file(store, temporary) == 1 else {
+                let problem = OpenSSLErrorQueue.drain().text
+                CTLOG_STORE_free(store)
+                // Find the log at fault, one key at a time (the slow way, only when something is wrong).
+                for log in loaded {
+                    var made: OpaquePointer?
+                    if CTLOG_new_from_base64(&made, log.key, log.name) == 1 {
+                        CTLOG_free(made)
+                        continue
+                    }
+                    OpenSSLErrorQueue.clear()
+                    throw CTLogListError(file: file, key: log.path, problem: "is not a DER SubjectPublicKeyInfo")
+                }
+                throw CTLogListError(file: file, problem: "OpenSSL cannot load its logs: \(problem)")
+            }
         }
         pointer = store
         self.logs = logs
@@ -156,20 +186,10 @@ public final class CTLogList: @unchecked Sendable {
     private static func log(_ member: Any, key: String, file: String, operatorName: String,
                             rfc6962: Bool) throws(CTLogListError) -> (log: Log, key: String, id: [UInt8]) {
         guard let log = member as? [String: Any] else { throw CTLogListError(file: file, key: key, problem: "expected an object") }
-        guard let base64 = log["key"] as? String, let spki = Data(base64Encoded: base64) else {
+        guard let base64 = log["key"] as? String, let spki = Data(base64Encoded: base64), !spki.isEmpty else {
             throw CTLogListError(file: file, key: "\(key).key", problem: "expected the log's public key in base64")
         }
-        let bytes = [UInt8](spki)
-        let parsed: OpaquePointer? = bytes.withUnsafeBufferPointer { buffer in
-            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
-            return d2i_PUBKEY(nil, &cursor, buffer.count)
-        }
-        guard let parsed else {
-            OpenSSLErrorQueue.clear()
-            throw CTLogListError(file: file, key: "\(key).key", problem: "is not a DER SubjectPublicKeyInfo")
-        }
-        EVP_PKEY_free(parsed)
-        let id = X509Certificate.sha256(bytes)
+        let id = X509Certificate.sha256([UInt8](spki))
         if let logID = log["log_id"] {
             guard let text = logID as? String, let given = Data(base64Encoded: text) else {
                 throw CTLogListError(file: file, key: "\(key).log_id", problem: "expected base64")
@@ -257,14 +277,15 @@ enum SCTCollector {
             guard let id = SCTReader.logID(sct) else { return nil }
             let timestamp = Date(timeIntervalSince1970: TimeInterval(SCT_get_timestamp(sct)) / 1000)
             var verified: Bool?
-            if let context {
+            let log = logs?.facts(forLog: id, signedAt: timestamp)
+            // A log of the list that cannot count is not in OpenSSL's store: its SCT is left unverified.
+            if let context, log == nil || logs?.entries[id]?.state.mayCount == true {
                 // An embedded SCT signs the precertificate; the source tells OpenSSL which entry to rebuild.
                 _ = SCT_set_source(sct, source == .embedded ? SCT_SOURCE_X509V3_EXTENSION
                                    : source == .ocsp ? SCT_SOURCE_OCSP_STAPLED_RESPONSE : SCT_SOURCE_TLS_EXTENSION)
                 verified = SCT_validate(sct, context) == 1
             }
-            return SCTFacts(logID: id, source: source, verified: verified,
-                            log: logs?.facts(forLog: id, signedAt: timestamp), timestamp: timestamp)
+            return SCTFacts(logID: id, source: source, verified: verified, log: log, timestamp: timestamp)
         }
         var result: [SCTFacts] = []
         if let list = atsgate_embedded_scts(leaf.pointer) {

@@ -80,7 +80,7 @@ public struct CertificateTransparencyRule: ATSRule {
             var message = "certificate for \(host) has SCTs from \(logs) distinct log\(logs == 1 ? "" : "s")"
             if !bySource.isEmpty { message += " (\(bySource.joined(separator: ", ")))" }
             if failing > 0 { message += ", \(failing) failing verification against the log list" }
-            let idle = all.filter { $0.verified == true }.compactMap { sct -> String? in
+            let idle = all.filter { $0.verified != false }.compactMap { sct -> String? in
                 guard let log = sct.log, case .notCounted(let state) = log.standing else { return nil }
                 return "\(log.description) (\(state))"
             }
