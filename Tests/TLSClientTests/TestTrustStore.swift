@@ -114,9 +114,16 @@ final class AIAServer: @unchecked Sendable {
         guard run.status == 0 else { throw HarnessError("make-trust-store.py aia: \(run.stderr)") }
     }
 
-    /// The requests the server has seen whose target contains `text`.
-    func requests(containing text: String) -> [String] {
-        output.text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("GET ") && $0.contains(text) }
+    /// The requests the server has seen whose target contains `text`, once there are at least `atLeast`
+    /// (or 5 s have passed): the server prints a request before it answers, but its output reaches the
+    /// test through a pipe some time later.
+    func requests(containing text: String, atLeast: Int = 1) -> [String] {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            let seen = output.text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("GET ") && $0.contains(text) }
+            if seen.count >= atLeast || Date() > deadline { return seen }
+            usleep(10_000)
+        }
     }
 
     /// The leaf `name` of the aia-leaves set ("aia-der"), sent without its intermediate.
