@@ -32,7 +32,7 @@ public enum CertificateEvaluator {
         let extracted = extract(chain: chain, host: host, store: store, transparency: transparency,
                                 presentedSCTs: presentedSCTs, now: rules.now, aia: aia)
         return CertificateVerdict(facts: extracted.facts, findings: rules.findings(extracted.facts),
-                                  aiaFetches: extracted.fetches)
+                                  aiaFetches: extracted.fetches, missingIssuerURLs: extracted.missingIssuerURLs)
     }
 
     /// The facts of `chain` for `host`: what the rules judge, with no judgement made.
@@ -48,18 +48,18 @@ public enum CertificateEvaluator {
     static let maximumAIARounds = 3
 
     private static func extract(chain: [[UInt8]], host: String, store: TrustStore, transparency: TransparencyCheck?,
-                                presentedSCTs: [PresentedSCT], now: Date,
-                                aia: AIAFetcher?) -> (facts: CertificateChainFacts, fetches: [AIAFetch]) {
+                                presentedSCTs: [PresentedSCT], now: Date, aia: AIAFetcher?)
+        -> (facts: CertificateChainFacts, fetches: [AIAFetch], missingIssuerURLs: [String]) {
         OpenSSLErrorQueue.clear()
         defer { OpenSSLErrorQueue.clear() }
         guard let first = chain.first else {
             return (CertificateChainFacts(host: host, leaf: nil, leafProblem: "\(host) presented no certificate",
-                                          anchor: .untrusted("no certificate")), [])
+                                          anchor: .untrusted("no certificate")), [], [])
         }
         guard let leaf = X509Certificate(der: first) else {
             return (CertificateChainFacts(host: host, leaf: nil,
                                           leafProblem: "the certificate \(host) presented is not valid DER X.509",
-                                          anchor: .untrusted("not DER")), [])
+                                          anchor: .untrusted("not DER")), [], [])
         }
         var intermediates = chain.dropFirst().compactMap { X509Certificate(der: $0) }
         var verification = ChainVerification(leaf: leaf, intermediates: intermediates, store: store)
@@ -83,12 +83,14 @@ public enum CertificateEvaluator {
             }
         }
         let anchor: TrustAnchor
+        var missingIssuerURLs: [String] = []
         if let failure = verification.failure {
             var problem = failure
             if let current = verification.failedAt, let constrained = store.constrainedIssuer(of: current) {
                 problem = constrained
             } else if let missing = verification.lacksIssuerOf {
                 problem += Self.aiaNote(missing: missing, fetches: fetches, fetching: aia != nil)
+                missingIssuerURLs = missing.caIssuerURLs.filter { $0.lowercased().hasPrefix("http://") }
             }
             anchor = .untrusted(problem)
         } else {
@@ -126,7 +128,7 @@ public enum CertificateEvaluator {
             host: host, leaf: leafFacts, anchor: anchor, dated: dated,
             authoritySPKIs: verification.chain.dropFirst().map { ($0.subject, Data($0.spkiSHA256)) },
             scts: scts, chain: certificates, untrustedDepth: verification.failureDepth)
-        return (facts, fetches)
+        return (facts, fetches, missingIssuerURLs)
     }
 
     /// What the untrusted finding adds about caIssuers: what was fetched, or that nothing could be.

@@ -37,11 +37,17 @@ public struct CertificateVerdict: Sendable {
     public var facts: CertificateChainFacts
     /// Every caIssuers fetch made to complete the chain (from the cache or the network), in order.
     public var aiaFetches: [AIAFetch]
+    /// When the chain is untrusted because a certificate's issuer is missing: that certificate's
+    /// caIssuers http:// URLs. Non-empty after an evaluation without `aia` means one with it may
+    /// complete the chain (a caller can judge on a CPU pool first, and fetch on a network pool only then).
+    public var missingIssuerURLs: [String]
 
-    public init(facts: CertificateChainFacts, findings: [CertificateFinding], aiaFetches: [AIAFetch] = []) {
+    public init(facts: CertificateChainFacts, findings: [CertificateFinding], aiaFetches: [AIAFetch] = [],
+                missingIssuerURLs: [String] = []) {
         self.facts = facts
         self.findings = findings
         self.aiaFetches = aiaFetches
+        self.missingIssuerURLs = missingIssuerURLs
         host = facts.host
         trusted = facts.anchor.isTrusted
         anchor = facts.anchor

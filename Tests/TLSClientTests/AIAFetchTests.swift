@@ -26,12 +26,16 @@ import TLSClient
         #expect(verdict.aiaFetches.map(\.outcome) == [.certificates(1)])
     }
 
-    @Test func withoutFetchingTheChainIsUntrusted() throws {
+    @Test func withoutFetchingTheChainIsUntrustedAndSaysWhereItsIssuerIs() throws {
         let verdict = try Self.verdict("aia-der", aia: nil)
         #expect(verdict.findings.map(\.reason) == [.certificateUntrusted])
         #expect(verdict.blockingFinding?.message.contains("unable to get local issuer certificate") == true)
         #expect(verdict.aiaFetched == nil)
         #expect(verdict.aiaFetches.isEmpty)
+        #expect(verdict.missingIssuerURLs == ["\(try Self.server().base)/int-a.cer"])
+        // A complete chain, or one refused for another reason, names none.
+        #expect(try Self.verdict("aia-der", aia: AIAFetcher()).missingIssuerURLs.isEmpty)
+        #expect(try ChainJudgementTests.verdict("leaf-smime").missingIssuerURLs.isEmpty)
     }
 
     @Test func aFailingURLIsPassedOverForTheNextOne() throws {
