@@ -11,7 +11,9 @@
 #include <openssl/bio.h>
 #include <openssl/ec.h>
 #include <openssl/ct.h>
+#include <openssl/pkcs7.h>
 #include <stdio.h>
+#include <string.h>
 
 /* OpenSSL spells these as function-like macros (SSL_ctrl / BIO_ctrl calls, type-checked stack
    wrappers), which Swift cannot import. Each wrapper is the macro, nothing more. */
@@ -142,6 +144,37 @@ static int atsgate_accept_any_scts(const CT_POLICY_EVAL_CTX *ctx, const STACK_OF
 }
 static inline int atsgate_SSL_request_scts(SSL *ssl) {
     return SSL_set_ct_validation_callback(ssl, atsgate_accept_any_scts, NULL);
+}
+
+/* The caIssuers URIs of a certificate's Authority Information Access extension (RFC 5280 section
+   4.2.2.1), written into `out` separated by newlines; returns how many, 0 when there is none, -1 when
+   `out` was too small. */
+static inline int atsgate_ca_issuers(X509 *cert, char *out, int size) {
+    AUTHORITY_INFO_ACCESS *access = (AUTHORITY_INFO_ACCESS *)X509_get_ext_d2i(cert, NID_info_access, NULL, NULL);
+    int count = 0, used = 0;
+    if (size > 0) { out[0] = 0; }
+    if (access == NULL) { return 0; }
+    for (int i = 0; i < sk_ACCESS_DESCRIPTION_num(access); i++) {
+        ACCESS_DESCRIPTION *entry = sk_ACCESS_DESCRIPTION_value(access, i);
+        if (OBJ_obj2nid(entry->method) != NID_ad_ca_issuers || entry->location->type != GEN_URI) { continue; }
+        const ASN1_IA5STRING *uri = entry->location->d.uniformResourceIdentifier;
+        int length = ASN1_STRING_length(uri);
+        if (used + length + 2 > size) { count = -1; break; }
+        if (used > 0) { out[used++] = '\n'; }
+        memcpy(out + used, ASN1_STRING_get0_data(uri), (size_t)length);
+        used += length;
+        out[used] = 0;
+        count++;
+    }
+    AUTHORITY_INFO_ACCESS_free(access);
+    return count;
+}
+
+/* The certificates of a PKCS#7 SignedData ("certs-only", as caIssuers URLs serve them), owned by the
+   PKCS7; NULL for any other content type. */
+static inline STACK_OF(X509) *atsgate_pkcs7_certificates(PKCS7 *p7) {
+    if (p7 == NULL || !PKCS7_type_is_signed(p7) || p7->d.sign == NULL) { return NULL; }
+    return p7->d.sign->cert;
 }
 
 #endif

@@ -35,10 +35,19 @@ public struct CertificateVerdict: Sendable {
     public var verifiedChain: [String]
     /// The facts the rules judged.
     public var facts: CertificateChainFacts
+    /// Every caIssuers fetch made to complete the chain (from the cache or the network), in order.
+    public var aiaFetches: [AIAFetch]
+    /// When the chain is untrusted because a certificate's issuer is missing: that certificate's
+    /// caIssuers http:// URLs. Non-empty after an evaluation without `aia` means one with it may
+    /// complete the chain (a caller can judge on a CPU pool first, and fetch on a network pool only then).
+    public var missingIssuerURLs: [String]
 
-    public init(facts: CertificateChainFacts, findings: [CertificateFinding]) {
+    public init(facts: CertificateChainFacts, findings: [CertificateFinding], aiaFetches: [AIAFetch] = [],
+                missingIssuerURLs: [String] = []) {
         self.facts = facts
         self.findings = findings
+        self.aiaFetches = aiaFetches
+        self.missingIssuerURLs = missingIssuerURLs
         host = facts.host
         trusted = facts.anchor.isTrusted
         anchor = facts.anchor
@@ -54,6 +63,23 @@ public struct CertificateVerdict: Sendable {
 
     /// The finding that decides the verdict, if any.
     public var blockingFinding: CertificateFinding? { findings.first(where: \.blocking) }
+
+    /// The record's `certificate_depth`: the certificate the deciding finding is about (0 = the leaf),
+    /// else the first finding's; nil when no finding is about one certificate.
+    public var certificateDepth: Int? { (blockingFinding ?? findings.first)?.depth }
+
+    /// The record's `aia_fetched`: the caIssuers URLs whose answers gave certificates, space-separated
+    /// in fetch order (one, nearly always); nil when the chain needed none.
+    public var aiaFetched: String? {
+        let fetched = aiaFetches.filter { !$0.certificates.isEmpty }.map(\.url)
+        return fetched.isEmpty ? nil : fetched.joined(separator: " ")
+    }
+
+    /// The date-based distrust that refuses the chain (`certificate-distrusted`, DistrustRule), if any.
+    public var distrust: ChainCertificate.Distrust? {
+        guard let notBefore = facts.leaf?.notBefore else { return nil }
+        return facts.chain.first { $0.depth > 0 && $0.distrust.map { notBefore >= $0.from } == true }?.distrust
+    }
 
     /// Findings reported but tolerated under the requirements.
     public var toleratedFindings: [CertificateFinding] { findings.filter { !$0.blocking } }

@@ -157,18 +157,18 @@ public final class TLSConnection {
     /// Judges the server's chain for `host` under this connection's requirements (R15, R15a, R17, and R16
     /// when `transparency` is given).
     public func evaluatePeer(host: String, pin: PinnedDomain?, now: Date = Date(),
-                             transparency: TransparencyCheck? = nil) -> CertificateVerdict {
+                             transparency: TransparencyCheck? = nil, aia: AIAFetcher? = nil) -> CertificateVerdict {
         CertificateEvaluator.evaluate(chain: peerChainDER, host: host, requirements: requirements, pin: pin,
                                       store: store, now: now, transparency: transparency,
-                                      presentedSCTs: transparency == nil ? [] : presentedSCTs)
+                                      presentedSCTs: transparency == nil ? [] : presentedSCTs, aia: aia)
     }
 
     /// Judges the server's chain under an explicit rule set (R18's system connections).
     public func evaluatePeer(host: String, rules: CertificateRules,
-                             transparency: TransparencyCheck? = nil) -> CertificateVerdict {
+                             transparency: TransparencyCheck? = nil, aia: AIAFetcher? = nil) -> CertificateVerdict {
         CertificateEvaluator.evaluate(chain: peerChainDER, host: host, rules: rules, store: store,
                                       transparency: transparency,
-                                      presentedSCTs: transparency == nil ? [] : presentedSCTs)
+                                      presentedSCTs: transparency == nil ? [] : presentedSCTs, aia: aia)
     }
 
     private func outcome(of result: Int32, during step: String) -> TLSIOResult {

@@ -13,11 +13,14 @@ public struct TLSProbe: Sendable {
     public var timeout: Double
     /// R16, when the operator asked for it.
     public var transparency: TransparencyCheck?
+    /// Completes a chain that lacks an issuer from its caIssuers URL (`--aia-fetch`); nil leaves it incomplete.
+    public var aia: AIAFetcher?
 
-    public init(store: TrustStore, timeout: Double = 10, transparency: TransparencyCheck? = nil) {
+    public init(store: TrustStore, timeout: Double = 10, transparency: TransparencyCheck? = nil, aia: AIAFetcher? = nil) {
         self.store = store
         self.timeout = timeout
         self.transparency = transparency
+        self.aia = aia
     }
 
     /// Which rules judge the handshake.
@@ -123,13 +126,13 @@ public struct TLSProbe: Sendable {
                 switch judge {
                 case .ats(let pin):
                     certificate = connection.evaluatePeer(host: target.host, pin: pin, now: now,
-                                                          transparency: transparency)
+                                                          transparency: transparency, aia: aia)
                     handshakeFailure = facts.flatMap { requirements.handshakeRules.evaluate($0).failure }
                 case .system:
                     certificate = connection.evaluatePeer(host: target.host,
                                                           rules: CertificateRules(.system, now: now,
                                                                                   transparency: transparency?.rule),
-                                                          transparency: transparency)
+                                                          transparency: transparency, aia: aia)
                     handshakeFailure = facts.flatMap { SystemConnectionRule().evaluate($0).failure }
                 }
                 let session = NegotiatedSession(
@@ -183,10 +186,11 @@ public struct TLSProbe: Sendable {
             case .ats(let pin):
                 open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
                                                                  requirements: requirements, pin: pin, store: store,
-                                                                 now: now)
+                                                                 now: now, aia: aia)
             case .system:
                 open.certificate = CertificateEvaluator.evaluate(chain: open.peerChainDER, host: host,
-                                                                 rules: CertificateRules(.system, now: now), store: store)
+                                                                 rules: CertificateRules(.system, now: now), store: store,
+                                                                 aia: aia)
             }
             let facts = open.handshakeFacts(host: host)
             let failure: RuleFailure? = switch judge {

@@ -165,10 +165,46 @@ final class X509Certificate: @unchecked Sendable {
             var cursor = buffer.baseAddress
             _ = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(pointer), &cursor)
         }
+        return Self.sha256(spki)
+    }
+
+    /// SHA-256 of the DER certificate: how Apple's trust store names and constrains its roots.
+    var sha256: [UInt8] { Self.sha256(der) }
+
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var digestLength: UInt32 = 0
-        guard EVP_Digest(spki, spki.count, &digest, &digestLength, EVP_sha256(), nil) == 1 else { return [] }
+        guard EVP_Digest(bytes, bytes.count, &digest, &digestLength, EVP_sha256(), nil) == 1 else { return [] }
         return Array(digest[..<Int(digestLength)])
+    }
+
+    /// The caIssuers URIs of the Authority Information Access extension, in certificate order: where
+    /// the device fetches a missing issuer (R15).
+    var caIssuerURLs: [String] {
+        var text = [CChar](repeating: 0, count: 4096)
+        let count = atsgate_ca_issuers(pointer, &text, Int32(text.count))
+        OpenSSLErrorQueue.clear()
+        guard count > 0 else { return [] }
+        return String(nulTerminated: text).split(separator: "\n").map(String.init)
+    }
+
+    /// The certificates of a caIssuers answer: one DER certificate, or a DER PKCS#7 "certs-only"
+    /// bundle (RFC 5280 section 4.2.2.1 allows both); nil when the bytes are neither.
+    static func certificates(inIssuerAnswer bytes: [UInt8]) -> [X509Certificate]? {
+        if let one = X509Certificate(der: bytes) { return [one] }
+        let bundle: UnsafeMutablePointer<PKCS7>? = bytes.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PKCS7(nil, &cursor, buffer.count)
+        }
+        defer {
+            if let bundle { PKCS7_free(bundle) }
+            OpenSSLErrorQueue.clear()
+        }
+        guard let bundle, let stack = atsgate_pkcs7_certificates(bundle) else { return nil }
+        let found = (0..<atsgate_sk_X509_num(stack)).compactMap { index in
+            atsgate_sk_X509_value(stack, index).map { X509Certificate(retaining: $0) }
+        }
+        return found.isEmpty ? nil : found
     }
 
     /// Whether the certificate names `host` (a DNS name, or an IPv4/IPv6 literal without brackets).

@@ -8,18 +8,25 @@
 /// ChangeCipherSpec after a HelloRetryRequest (RFC 8446 section D.4), which is skipped because a
 /// plaintext ServerHello or ClientHello follows it; see `serverSentHelloRetryRequest()`.
 ///
-/// Memory is bounded by one record plus one handshake message (`maximumMessageLength`). Bytes that are
-/// not TLS throw `TLSWireError`; once thrown, every later `feed` throws the same error.
+/// Memory is bounded by one record plus one handshake message (`maximumMessageLength`, or
+/// `maximumCertificateMessageLength` for a Certificate). Bytes that are not TLS throw `TLSWireError`;
+/// once thrown, every later `feed` throws the same error.
 public struct TLSHandshakeReader: Sendable {
     /// The longest record any TLS version allows: 2^14 bytes of plaintext plus 2048 of expansion
     /// (RFC 5246 section 6.2.3; TLS 1.3 allows less).
     public static let maximumRecordLength = 16_384 + 2_048
     /// Certificate chains run to 10-20 KiB, post-quantum ClientHellos to a few; 64 KiB leaves room.
     public static let defaultMaximumMessageLength = 65_536
+    /// What Apple's TLS stack takes for the server's Certificate message: BoringSSL's
+    /// SSL_MAX_CERT_LIST_DEFAULT (100 KiB), the library Network.framework's TLS is built on. A larger
+    /// chain (badssl's 10000-sans: 212 KB) fails the device's handshake, and the reader's error says so.
+    public static let defaultMaximumCertificateMessageLength = 102_400
 
     static let headerLength = 5
 
     public let maximumMessageLength: Int
+    /// The limit for a Certificate message.
+    public let maximumCertificateMessageLength: Int
     /// The non-handshake record that ended the plaintext handshake, or nil while it goes on.
     public private(set) var sawNonHandshakeRecord: ContentType?
     /// The alert, when that record was a plaintext alert of the usual 2 bytes.
@@ -36,8 +43,10 @@ public struct TLSHandshakeReader: Sendable {
     private var readAMessage = false
     private var failure: TLSWireError?
 
-    public init(maximumMessageLength: Int = TLSHandshakeReader.defaultMaximumMessageLength) {
+    public init(maximumMessageLength: Int = TLSHandshakeReader.defaultMaximumMessageLength,
+                maximumCertificateMessageLength: Int = TLSHandshakeReader.defaultMaximumCertificateMessageLength) {
         self.maximumMessageLength = maximumMessageLength
+        self.maximumCertificateMessageLength = max(maximumMessageLength, maximumCertificateMessageLength)
     }
 
     /// Takes the next bytes of the stream; returns the handshake messages they complete, in order.
@@ -199,8 +208,9 @@ public struct TLSHandshakeReader: Sendable {
         while message.count - offset >= 4 {
             let type = HandshakeType(rawValue: message[offset])
             let length = Int(message[offset + 1]) << 16 | Int(message[offset + 2]) << 8 | Int(message[offset + 3])
-            guard length <= maximumMessageLength else {
-                throw .handshakeMessageTooLong(type: type, length: length, limit: maximumMessageLength)
+            let limit = type == .certificate ? maximumCertificateMessageLength : maximumMessageLength
+            guard length <= limit else {
+                throw .handshakeMessageTooLong(type: type, length: length, limit: limit)
             }
             guard message.count - offset - 4 >= length else { break }
             let body = Array(message[(offset + 4)..<(offset + 4 + length)])

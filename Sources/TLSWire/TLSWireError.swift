@@ -7,7 +7,8 @@ public enum TLSWireError: Error, Sendable, Equatable, CustomStringConvertible {
     case unsupportedRecordVersion(UInt16)
     /// A record longer than any TLS version allows (`TLSHandshakeReader.maximumRecordLength`).
     case recordTooLong(length: Int)
-    /// A handshake message longer than the reader's limit.
+    /// A handshake message longer than the reader's limit (for a Certificate, the size Apple's TLS stack
+    /// takes: `isOversizedCertificate`).
     case handshakeMessageTooLong(type: HandshakeType, length: Int, limit: Int)
     /// A non-handshake record arrived while a handshake message was only partly read.
     case interleavedRecord(ContentType)
@@ -15,6 +16,13 @@ public enum TLSWireError: Error, Sendable, Equatable, CustomStringConvertible {
     case malformed(message: String, reason: String)
     /// A parser was handed a handshake message of another type.
     case unexpectedMessage(expected: HandshakeType, got: HandshakeType)
+
+    /// A Certificate message larger than a device takes: a refusal of the server, not bytes that are
+    /// not TLS.
+    public var isOversizedCertificate: Bool {
+        if case .handshakeMessageTooLong(let type, _, _) = self { return type == .certificate }
+        return false
+    }
 
     public var description: String {
         switch self {
@@ -24,6 +32,9 @@ public enum TLSWireError: Error, Sendable, Equatable, CustomStringConvertible {
             return "not a TLS record: record version \(hex16(version))"
         case .recordTooLong(let length):
             return "TLS record of \(length) bytes exceeds the \(TLSHandshakeReader.maximumRecordLength)-byte maximum"
+        case .handshakeMessageTooLong(let type, let length, let limit) where type == .certificate:
+            return "the server's Certificate message of \(length) bytes exceeds the \(limit) bytes a TLS client built"
+                + " on BoringSSL's default takes, as Apple's does: the device refuses this chain too"
         case .handshakeMessageTooLong(let type, let length, let limit):
             return "handshake message \(type) of \(length) bytes exceeds the \(limit)-byte limit"
         case .interleavedRecord(let type):

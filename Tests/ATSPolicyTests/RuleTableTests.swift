@@ -145,7 +145,9 @@ import Testing
         (365, [sct(1), sct(2)], false),
         (365, [sct(1), sct(1), sct(2)], false),            // two SCTs of one log count once
         (365, [sct(1), sct(2, .tlsExtension), sct(3, .ocsp)], true), // every source counts
-        (180, [sct(1), sct(2)], true),
+        // Apple counts notBefore through notAfter inclusive: exactly 180 days apart is 180 days and a second.
+        (179.999, [sct(1), sct(2)], true),
+        (180, [sct(1), sct(2)], false),
         (181, [sct(1), sct(2)], false),
         (90, [sct(1)], false),
         (365, [sct(1, verified: true), sct(2, verified: true), sct(3, verified: false)], false),

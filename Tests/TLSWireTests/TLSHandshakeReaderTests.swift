@@ -255,11 +255,39 @@ struct TLSHandshakeReaderTests {
 
     @Test("a handshake message over the limit fails at its header, before its body is buffered")
     func messageLimit() {
-        let header: [UInt8] = [11, 0x01, 0x11, 0x71]  // certificate, 70 001 bytes
+        let header: [UInt8] = [12, 0x01, 0x11, 0x71]  // server_key_exchange, 70 001 bytes
         let result = transcript(record(.handshake, header))
-        #expect(result.error == .handshakeMessageTooLong(type: .certificate, length: 70_001, limit: 65_536))
+        #expect(result.error == .handshakeMessageTooLong(type: .serverKeyExchange, length: 70_001, limit: 65_536))
         #expect(result.error?.description
-            == "handshake message certificate(11) of 70001 bytes exceeds the 65536-byte limit")
+            == "handshake message server_key_exchange(12) of 70001 bytes exceeds the 65536-byte limit")
+        #expect(result.error?.isOversizedCertificate == false)
+    }
+
+    /// badssl's 10000-sans sends a 212 KB Certificate message; Apple's stack (BoringSSL's default) takes
+    /// 100 KiB.
+    @Test("a Certificate message is read up to 102,400 bytes, as Apple's TLS stack takes it, and refused above")
+    func certificateLimit() throws {
+        let body = [UInt8](repeating: 0, count: 102_400)
+        let message = [11, 0x01, 0x90, 0x00] + body  // certificate, 102 400 bytes
+        // Records of at most 2^14 bytes, as a server sends them.
+        var bytes: [UInt8] = []
+        var offset = 0
+        while offset < message.count {
+            let end = min(offset + 16_384, message.count)
+            bytes += record(.handshake, Array(message[offset..<end]))
+            offset = end
+        }
+        let read = transcript(bytes)
+        #expect(read.error == nil)
+        #expect(read.messages.map(\.type) == [.certificate])
+        #expect(read.messages.first?.body.count == 102_400)
+
+        let tooLong = transcript(record(.handshake, [11, 0x03, 0x3C, 0xA5]))  // 212 133 bytes
+        #expect(tooLong.error == .handshakeMessageTooLong(type: .certificate, length: 212_133, limit: 102_400))
+        #expect(tooLong.error?.isOversizedCertificate == true)
+        let words = try #require(tooLong.error?.description)
+        #expect(words.contains("Certificate message of 212133 bytes exceeds the 102400 bytes"), "\(words)")
+        #expect(!words.contains("not a TLS record"))
     }
 
     @Test("a lower limit applies to the real Certificate message")
@@ -268,7 +296,7 @@ struct TLSHandshakeReaderTests {
         let bytes = C.tls12EcdheRSA.serverToClient
         let firstRecordLength = 5 + (Int(bytes[3]) << 8 | Int(bytes[4]))
         let result = transcript([bytes[..<firstRecordLength], bytes[firstRecordLength...]],
-                                reader: TLSHandshakeReader(maximumMessageLength: 500))
+                                reader: TLSHandshakeReader(maximumMessageLength: 500, maximumCertificateMessageLength: 500))
         #expect(result.messages.map(\.type) == [.serverHello])
         guard case .handshakeMessageTooLong(.certificate, let length, 500)? = result.error else {
             Issue.record("expected the certificate to exceed the limit, got \(result)")

@@ -18,12 +18,21 @@ public enum RuleID: String, Sendable, CaseIterable, Comparable {
 public struct RuleFailure: Sendable, CustomStringConvertible {
     public let rule: RuleID
     public let reason: BlockReason
+    /// The certificate of the chain the failure is about (0 = the leaf, then each issuer up to the
+    /// anchor), when it is about one: the record's `certificate_depth`.
+    public let depth: Int?
     private let makeMessage: @Sendable () -> String
 
-    public init(_ rule: RuleID, _ reason: BlockReason, message: @escaping @Sendable () -> String) {
+    public init(_ rule: RuleID, _ reason: BlockReason, depth: Int? = nil, message: @escaping @Sendable () -> String) {
         self.rule = rule
         self.reason = reason
+        self.depth = depth
         self.makeMessage = message
+    }
+
+    /// The same failure, about the certificate at `depth`.
+    public func at(depth: Int?) -> RuleFailure {
+        RuleFailure(rule, reason, depth: depth, message: makeMessage)
     }
 
     /// Names the host, what is wrong, and the key (or server change) that would change the outcome.

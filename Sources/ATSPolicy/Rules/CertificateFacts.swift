@@ -45,7 +45,8 @@ public enum SignatureHash: Sendable, Equatable {
 
 /// Where the verified chain ends (R15, R15a, R16).
 public enum TrustAnchor: Sendable, Equatable {
-    /// A root of the system store (publicly trusted: the 398-day and CT rules apply).
+    /// A root of the judged trust store (Apple's, a directory in its layout, or the host's bundle):
+    /// publicly trusted, so the 398-day and CT rules apply.
     case system
     /// A root the operator configured (`--ca-file`): "installed by the user or a system administrator".
     case `operator`
@@ -73,11 +74,109 @@ public struct SCTFacts: Sendable, Equatable {
     /// With a log list: whether the log is known and its signature over the certificate verifies;
     /// nil when nothing was verified (no log list).
     public var verified: Bool?
+    /// The log as the log list describes it; nil without a log list, or for a log it does not name.
+    public var log: CTLogFacts?
+    /// When the log signed it.
+    public var timestamp: Date?
 
-    public init(logID: [UInt8], source: Source, verified: Bool? = nil) {
+    public init(logID: [UInt8], source: Source, verified: Bool? = nil, log: CTLogFacts? = nil, timestamp: Date? = nil) {
         self.logID = logID
         self.source = source
         self.verified = verified
+        self.log = log
+        self.timestamp = timestamp
+    }
+}
+
+/// A CT log of the log list, as R16 counts its SCTs (Apple support 103214 and 103703).
+public struct CTLogFacts: Sendable, Equatable {
+    /// Whether an SCT of this log counts, given the log's state when the SCT was checked.
+    public enum Standing: Sendable, Equatable {
+        /// Qualified, usable or read-only: a currently approved log.
+        case approved
+        /// Retired after the SCT was issued: a once-approved log.
+        case onceApproved
+        /// Pending, rejected, retired before the SCT, or a state atsgate does not know: the state's name,
+        /// with "before the SCT" for a retired log.
+        case notCounted(String)
+
+        public var counts: Bool {
+            if case .notCounted = self { return false }
+            return true
+        }
+    }
+
+    /// "Google 'Argon2026h1'".
+    public var description: String
+    /// The operator as the list names it ("Google"): Apple counts at most so many SCTs per operator.
+    public var operatorName: String
+    public var standing: Standing
+    /// A log of RFC 6962 (the list's `logs`), not a static-ct-api log (`tiled_logs`): Apple needs at
+    /// least one SCT from an RFC 6962 log.
+    public var rfc6962: Bool
+
+    public init(description: String, operatorName: String, standing: Standing, rfc6962: Bool = true) {
+        self.description = description
+        self.operatorName = operatorName
+        self.standing = standing
+        self.rfc6962 = rfc6962
+    }
+}
+
+/// One certificate of the chain as R15 judges every certificate (support article 103769: "TLS server
+/// certificates and issuing CAs"): its key, the hash its issuer signed it with, and its identity.
+public struct ChainCertificate: Sendable, Equatable {
+    /// A CA the trust store distrusts for leaves issued from a date (R15, `certificate-distrusted`).
+    public struct Distrust: Sendable, Equatable {
+        /// The CA as its announcement names it ("Entrust Root Certification Authority - G2").
+        public var name: String
+        /// Leaves whose notBefore is at or after this instant are refused.
+        public var from: Date
+        /// Where the distrust was announced (an Apple support article).
+        public var source: String
+
+        public init(name: String, from: Date, source: String) {
+            self.name = name
+            self.from = from
+            self.source = source
+        }
+    }
+
+    /// 0 for the leaf, then each issuer in turn up to the anchor.
+    public var depth: Int
+    /// RFC 2253.
+    public var subject: String
+    public var key: PublicKeyFacts
+    public var signatureHash: SignatureHash
+    /// OpenSSL's long name, e.g. "sha1WithRSAEncryption".
+    public var signatureAlgorithm: String
+    /// The trust anchor that ends a verified chain: its own self-signature is not judged (R15).
+    public var isAnchor: Bool
+    /// SHA-256 of the DER certificate and of its SubjectPublicKeyInfo.
+    public var sha256: Data
+    public var spkiSHA256: Data
+    /// Set when the trust store distrusts this CA for leaves issued from a date.
+    public var distrust: Distrust?
+
+    public init(depth: Int, subject: String, key: PublicKeyFacts, signatureHash: SignatureHash,
+                signatureAlgorithm: String, isAnchor: Bool = false, sha256: Data = Data(), spkiSHA256: Data = Data(),
+                distrust: Distrust? = nil) {
+        self.depth = depth
+        self.subject = subject
+        self.key = key
+        self.signatureHash = signatureHash
+        self.signatureAlgorithm = signatureAlgorithm
+        self.isAnchor = isAnchor
+        self.sha256 = sha256
+        self.spkiSHA256 = spkiSHA256
+        self.distrust = distrust
+    }
+
+    /// How messages name it: "certificate for api.example.com", "intermediate certificate CN=...
+    /// (depth 1)", "root certificate CN=... (depth 2)".
+    func label(host: String) -> String {
+        if depth == 0 { return "certificate for \(host)" }
+        return "\(isAnchor ? "root" : "intermediate") certificate \(subject) (depth \(depth))"
     }
 }
 
@@ -136,6 +235,12 @@ public struct CertificateChainFacts: Sendable {
     public var authoritySPKIs: [(subject: String, digest: Data)]
     /// SCTs from every source (R16).
     public var scts: [SCTFacts]
+    /// Every certificate of the verified chain (or, when untrusted, of the chain as sent), leaf
+    /// first: key size and signature hash are judged on each (R15).
+    public var chain: [ChainCertificate]
+    /// With an untrusted anchor: the depth of the certificate at which chain building failed, when
+    /// OpenSSL said.
+    public var untrustedDepth: Int?
 
     public struct Leaf: Sendable {
         /// RFC 2253, e.g. "CN=localhost,O=atsgate test".
@@ -184,7 +289,7 @@ public struct CertificateChainFacts: Sendable {
 
     public init(host: String, leaf: Leaf?, leafProblem: String? = nil, anchor: TrustAnchor,
                 dated: [DatedCertificate] = [], authoritySPKIs: [(subject: String, digest: Data)] = [],
-                scts: [SCTFacts] = []) {
+                scts: [SCTFacts] = [], chain: [ChainCertificate] = [], untrustedDepth: Int? = nil) {
         self.host = host
         self.leaf = leaf
         self.leafProblem = leafProblem
@@ -192,5 +297,16 @@ public struct CertificateChainFacts: Sendable {
         self.dated = dated
         self.authoritySPKIs = authoritySPKIs
         self.scts = scts
+        self.chain = chain
+        self.untrustedDepth = untrustedDepth
+    }
+
+    /// The certificates R15's key and hash rules judge: the chain, or the leaf alone when a table
+    /// test gave no chain.
+    var judgedChain: [ChainCertificate] {
+        if !chain.isEmpty { return chain }
+        guard let leaf else { return [] }
+        return [ChainCertificate(depth: 0, subject: leaf.subject, key: leaf.key, signatureHash: leaf.signatureHash,
+                                 signatureAlgorithm: leaf.signatureAlgorithm, spkiSHA256: leaf.spkiSHA256)]
     }
 }

@@ -18,10 +18,13 @@ public struct CertificateFinding: Sendable, Equatable {
     /// One of the certificate-* codes.
     public var reason: BlockReason { failure.reason }
     public var rule: RuleID { failure.rule }
+    /// The certificate the finding is about (0 = the leaf), when it is about one: `certificate_depth`.
+    public var depth: Int? { failure.depth }
     /// Names the host and what is wrong, and what would change the outcome.
     public var message: String { failure.message + note }
 
     public static func == (lhs: CertificateFinding, rhs: CertificateFinding) -> Bool {
-        lhs.rule == rhs.rule && lhs.reason == rhs.reason && lhs.blocking == rhs.blocking && lhs.message == rhs.message
+        lhs.rule == rhs.rule && lhs.reason == rhs.reason && lhs.depth == rhs.depth && lhs.blocking == rhs.blocking
+            && lhs.message == rhs.message
     }
 }

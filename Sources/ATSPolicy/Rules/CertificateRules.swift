@@ -1,9 +1,10 @@
 import Foundation
 
 /// The certificate rules for one load, in check order: trust (R15), each certificate's validity
-/// period (R15), names from subjectAltName (R15a), name (R15), key size (R15), signature hash (R15),
-/// lifetime (R15a), extended key usage (R15a), Certificate Transparency when asked for (R16), then
-/// pins (R17), which bind even where cleartext is allowed.
+/// period (R15), a CA distrusted for leaves of that date (R15), names from subjectAltName (R15a), name
+/// (R15), key size and signature hash of every certificate (R15), lifetime (R15a), extended key usage
+/// (R15a), Certificate Transparency when asked for (R16), then pins (R17), which bind even where
+/// cleartext is allowed. A finding about one certificate carries its depth (0 = the leaf).
 public struct CertificateRules: Sendable {
     /// How findings are worded and whether they block.
     public enum Context: Sendable, Equatable {
@@ -29,7 +30,7 @@ public struct CertificateRules: Sendable {
 
     private var chainRules: AllRules<CertificateChainFacts> {
         var rules: [any ATSRule<CertificateChainFacts>] = [
-            SubjectAltNameRule(), HostNameRule(), KeySizeRule(), SignatureHashRule(), LifetimeRule(),
+            DistrustRule(), SubjectAltNameRule(), HostNameRule(), KeySizeRule(), SignatureHashRule(), LifetimeRule(),
             ExtendedKeyUsageRule(),
         ]
         if let transparency { rules.append(transparency) }
@@ -45,7 +46,7 @@ public struct CertificateRules: Sendable {
         // Without a leaf there is nothing more to judge.
         if facts.leaf != nil {
             let validity = ValidityPeriodRule(now: now)
-            failures += facts.dated.compactMap { validity.evaluate($0).failure }
+            failures += facts.dated.enumerated().compactMap { depth, dated in validity.evaluate(dated).failure?.at(depth: depth) }
             failures += chainRules.failures(facts)
         }
         var findings = failures.map { finding($0, host: facts.host) }

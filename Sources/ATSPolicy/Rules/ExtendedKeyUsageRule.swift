@@ -9,7 +9,7 @@ public struct ExtendedKeyUsageRule: ATSRule {
               !usages.contains(ExtendedKeyUsage.serverAuth), !usages.contains(ExtendedKeyUsage.any)
         else { return .passes }
         let host = facts.host
-        return .fails(RuleFailure(id, .certificateUsage) {
+        return .fails(RuleFailure(id, .certificateUsage, depth: 0) {
             let names = usages.isEmpty ? "no purpose" : usages.map(ExtendedKeyUsage.name).joined(separator: ", ")
             return "certificate for \(host) has an extended key usage of \(names) without serverAuth; Apple"
                 + " requires serverAuth when the extension is present (reissue it with extendedKeyUsage=serverAuth)"

@@ -7,7 +7,7 @@ public struct HostNameRule: ATSRule {
     public func evaluate(_ facts: CertificateChainFacts) -> RuleResult {
         guard let leaf = facts.leaf, !leaf.subjectAlternativeNames.isEmpty, !leaf.matchesHost else { return .passes }
         let host = facts.host
-        return .fails(RuleFailure(id, .certificateHostname) {
+        return .fails(RuleFailure(id, .certificateHostname, depth: 0) {
             "certificate for \(leaf.nameSummary) does not match host \(host)"
         })
     }

@@ -1,4 +1,6 @@
-/// R15: the leaf's key is RSA of at least 2048 bits or ECC of at least 256 bits; no other type passes.
+/// R15: every certificate of the chain, the anchor included, has an RSA key of at least 2048 bits or
+/// an ECC key of at least 256 bits; no other type passes (support article 103769: "TLS server
+/// certificates and issuing CAs"). The failure names the first weak certificate from the leaf up.
 public struct KeySizeRule: ATSRule {
     public var id: RuleID { .r15 }
     public init() {}
@@ -12,11 +14,13 @@ public struct KeySizeRule: ATSRule {
     }
 
     public func evaluate(_ facts: CertificateChainFacts) -> RuleResult {
-        guard let leaf = facts.leaf, !Self.isStrongEnough(leaf.key) else { return .passes }
-        let host = facts.host
-        return .fails(RuleFailure(id, .certificateKeySize) {
-            "certificate for \(host) has a \(leaf.key) key; ATS requires RSA of at least 2048 bits"
-                + " or ECC of at least 256 bits"
+        guard facts.leaf != nil, let weak = facts.judgedChain.first(where: { !Self.isStrongEnough($0.key) }) else {
+            return .passes
+        }
+        let label = weak.label(host: facts.host)
+        return .fails(RuleFailure(id, .certificateKeySize, depth: weak.depth) {
+            "\(label) has a \(weak.key) key; ATS requires RSA of at least 2048 bits or ECC of at least 256 bits"
+                + (weak.depth > 0 ? " for every certificate of the chain (have the CA reissue from a stronger issuer)" : "")
         })
     }
 }

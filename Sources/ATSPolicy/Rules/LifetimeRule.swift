@@ -25,7 +25,7 @@ public struct LifetimeRule: ATSRule {
         let (days, why) = Self.limit(leaf, anchor: facts.anchor)
         guard lifetime > TimeInterval(days) * 86_400 else { return .passes }
         let host = facts.host
-        return .fails(RuleFailure(id, .certificateLifetime) {
+        return .fails(RuleFailure(id, .certificateLifetime, depth: 0) {
             let actual = (lifetime / 86_400).rounded(.up)
             return "certificate for \(host) is valid for \(Int(actual)) days"
                 + " (\(DateText.iso8601(leaf.notBefore)) to \(DateText.iso8601(leaf.notAfter))); \(why)"

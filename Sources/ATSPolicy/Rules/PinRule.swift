@@ -22,7 +22,7 @@ public struct PinRule: ATSRule {
         let entry = "NSPinnedDomains entry \(pin.key)"
         if let identities = pin.leafIdentities, !identities.contains(leaf.spkiSHA256) {
             let hash = leaf.spkiSHA256.base64EncodedString()
-            failures.append(RuleFailure(id, .certificatePin) {
+            failures.append(RuleFailure(id, .certificatePin, depth: 0) {
                 "no NSPinnedLeafIdentities value of the \(entry) matches the leaf key of \(host)"
                     + " (its SPKI-SHA256-BASE64 is \(hash))"
             })

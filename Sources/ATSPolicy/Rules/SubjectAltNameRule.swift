@@ -7,7 +7,7 @@ public struct SubjectAltNameRule: ATSRule {
     public func evaluate(_ facts: CertificateChainFacts) -> RuleResult {
         guard let leaf = facts.leaf, leaf.subjectAlternativeNames.isEmpty else { return .passes }
         let host = facts.host
-        return .fails(RuleFailure(id, .certificateHostname) {
+        return .fails(RuleFailure(id, .certificateHostname, depth: 0) {
             "certificate for \(host) (\(leaf.subject)) has no subjectAltName; Apple matches names against"
                 + " subjectAltName only, never the CN (reissue it with subjectAltName=DNS:\(host))"
         })
