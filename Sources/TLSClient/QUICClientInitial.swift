@@ -12,7 +12,8 @@ public enum QUICClientInitial {
                             frames: [UInt8], size: Int = 1200) -> [UInt8] {
         precondition((1...4).contains(packetNumberLength), "a packet number is 1 to 4 bytes")
         let cipher = QUICInitialCipher()
-        guard let keys = cipher.clientKeys(version: version, destinationConnectionID: destinationConnectionID),
+        guard let connectionID = QUICConnectionID(destinationConnectionID),
+              let keys = cipher.clientKeys(version: version, destinationConnectionID: connectionID),
               let typeBits = version.typeBits(.initial) else {
             preconditionFailure("QUIC version \(version) has no Initial keys")
         }
@@ -43,9 +44,10 @@ public enum QUICClientInitial {
         let mask = packet[sampleStart..<sampleStart + 16].withUnsafeBytes {
             cipher.headerProtectionMask(hp: keys.hp, sample: $0)
         }
-        packet[0] ^= mask.0 & 0x0F
-        let maskBytes = [mask.1, mask.2, mask.3, mask.4]
-        for index in 0..<packetNumberLength { packet[packetNumberOffset + index] ^= maskBytes[index] }
+        packet[0] ^= mask.first & 0x0F
+        for index in 0..<packetNumberLength {
+            packet[packetNumberOffset + index] ^= UInt8(truncatingIfNeeded: mask.packetNumber >> (24 - 8 * index))
+        }
         return packet
     }
 }

@@ -20,6 +20,17 @@ final class QUICInitialCipher {
     private let gcm: OpaquePointer
     private let ecbContext: OpaquePointer
     private let gcmContext: OpaquePointer
+    /// Per version: an HMAC context keyed with its salt once (HKDF-Extract's key never changes),
+    /// and the HkdfLabel bytes of its four labels.
+    private var versions: [QUICVersion: VersionState] = [:]
+
+    private struct VersionState {
+        let saltContext: OpaquePointer
+        let clientIn: [UInt8]
+        let key: [UInt8]
+        let iv: [UInt8]
+        let hp: [UInt8]
+    }
 
     init() {
         // The default provider always has these; without them no TLS would work either.
@@ -34,15 +45,26 @@ final class QUICInitialCipher {
         self.gcm = gcm
         self.ecbContext = ecbContext
         self.gcmContext = gcmContext
-        let digest = strdup("SHA256")
-        defer { free(digest) }
-        var parameters = [OSSL_PARAM_construct_utf8_string("digest", digest, 0), OSSL_PARAM_construct_end()]
-        guard EVP_MAC_CTX_set_params(hmacContext, &parameters) == 1 else {
-            fatalError("OpenSSL HMAC has no SHA-256: \(OpenSSLErrorQueue.drain().text)")
+        // The cipher is set once; every packet then only sets its key (and IV), because passing the
+        // cipher again makes OpenSSL build the context anew.
+        guard Self.setDigest(hmacContext), EVP_EncryptInit_ex2(ecbContext, ecb, nil, nil, nil) == 1,
+              EVP_DecryptInit_ex2(gcmContext, gcm, nil, nil, nil) == 1 else {
+            fatalError("OpenSSL cannot set up HMAC-SHA256 or AES: \(OpenSSLErrorQueue.drain().text)")
+        }
+        for version in [QUICVersion.version1, .version2] {
+            guard let salt = version.initialSalt, let labels = version.keyLabels,
+                  let saltContext = EVP_MAC_CTX_new(hmac), Self.setDigest(saltContext),
+                  EVP_MAC_init(saltContext, salt, salt.count, nil) == 1 else {
+                fatalError("OpenSSL cannot key HMAC-SHA256: \(OpenSSLErrorQueue.drain().text)")
+            }
+            versions[version] = VersionState(saltContext: saltContext, clientIn: Self.hkdfLabel("client in", length: 32),
+                                             key: Self.hkdfLabel(labels.key, length: 16),
+                                             iv: Self.hkdfLabel(labels.iv, length: 12), hp: Self.hkdfLabel(labels.hp, length: 16))
         }
     }
 
     deinit {
+        for state in versions.values { EVP_MAC_CTX_free(state.saltContext) }
         EVP_CIPHER_CTX_free(gcmContext)
         EVP_CIPHER_CTX_free(ecbContext)
         EVP_CIPHER_free(gcm)
@@ -51,50 +73,63 @@ final class QUICInitialCipher {
         EVP_MAC_free(hmac)
     }
 
-    /// The client's Initial keys for `destinationConnectionID` under `version`'s salt and labels.
-    func clientKeys(version: QUICVersion, destinationConnectionID: [UInt8]) -> QUICInitialKeys? {
-        guard let salt = version.initialSalt, let labels = version.keyLabels else { return nil }
-        let initialSecret = hmacSHA256(key: salt, destinationConnectionID)
-        let clientSecret = expandLabel(initialSecret, "client in", length: 32)
-        return QUICInitialKeys(key: expandLabel(clientSecret, labels.key, length: 16),
-                               iv: expandLabel(clientSecret, labels.iv, length: 12),
-                               hp: expandLabel(clientSecret, labels.hp, length: 16))
+    private static func setDigest(_ context: OpaquePointer) -> Bool {
+        let digest = strdup("SHA256")
+        defer { free(digest) }
+        var parameters = [OSSL_PARAM_construct_utf8_string("digest", digest, 0), OSSL_PARAM_construct_end()]
+        return EVP_MAC_CTX_set_params(context, &parameters) == 1
     }
 
-    /// HKDF-Expand-Label (RFC 8446 section 7.1) with an empty context, for outputs of at most one
-    /// SHA-256 block: T(1) = HMAC(secret, HkdfLabel || 0x01), cut to `length`.
-    func expandLabel(_ secret: [UInt8], _ label: String, length: Int) -> [UInt8] {
+    /// The HkdfLabel of HKDF-Expand-Label (RFC 8446 section 7.1) with an empty context, followed by
+    /// HKDF-Expand's counter byte 0x01: every output here fits one SHA-256 block.
+    static func hkdfLabel(_ label: String, length: Int) -> [UInt8] {
         let fullLabel = Array("tls13 \(label)".utf8)
-        let info = [UInt8(length >> 8), UInt8(length & 0xFF), UInt8(fullLabel.count)] + fullLabel + [0x00, 0x01]
-        return Array(hmacSHA256(key: secret, info).prefix(length))
+        return [UInt8(length >> 8), UInt8(length & 0xFF), UInt8(fullLabel.count)] + fullLabel + [0x00, 0x01]
     }
 
-    func hmacSHA256(key: [UInt8], _ data: [UInt8]) -> [UInt8] {
+    /// The client's Initial keys for `destinationConnectionID` under `version`'s salt and labels.
+    func clientKeys(version: QUICVersion, destinationConnectionID: QUICConnectionID) -> QUICInitialKeys? {
+        guard let state = versions[version] else { return nil }
+        // HKDF-Extract: the salt's context restarts with its key (a NULL key reuses it).
+        let initialSecret = mac(state.saltContext, key: nil, destinationConnectionID.bytes, length: 32)
+        let clientSecret = mac(hmacContext, key: initialSecret, state.clientIn, length: 32)
+        return QUICInitialKeys(key: mac(hmacContext, key: clientSecret, state.key, length: 16),
+                               iv: mac(hmacContext, key: nil, state.iv, length: 12),
+                               hp: mac(hmacContext, key: nil, state.hp, length: 16))
+    }
+
+    /// HMAC-SHA256 of `data` on `context`, keyed with `key`, or with the key it already has when nil;
+    /// the first `length` bytes.
+    private func mac(_ context: OpaquePointer, key: [UInt8]?, _ data: [UInt8], length: Int) -> [UInt8] {
         var output = [UInt8](repeating: 0, count: 32)
         var written = 0
-        let ok = key.withUnsafeBufferPointer { key in
-            data.withUnsafeBufferPointer { data in
-                EVP_MAC_init(hmacContext, key.baseAddress, key.count, nil) == 1
-                    && EVP_MAC_update(hmacContext, data.baseAddress, data.count) == 1
-                    && EVP_MAC_final(hmacContext, &output, &written, output.count) == 1
-            }
+        let keyed: Bool
+        if let key {
+            keyed = EVP_MAC_init(context, key, key.count, nil) == 1
+        } else {
+            keyed = EVP_MAC_init(context, nil, 0, nil) == 1
         }
+        let ok = keyed && EVP_MAC_update(context, data, data.count) == 1
+            && EVP_MAC_final(context, &output, &written, output.count) == 1
         precondition(ok && written == 32, "HMAC-SHA256 failed: \(OpenSSLErrorQueue.drain().text)")
+        if length < 32 { output.removeLast(32 - length) }
         return output
     }
 
-    /// The 5 bytes of header-protection mask for `sample` (16 bytes): AES-128-ECB of the sample
-    /// (RFC 9001 section 5.4.3).
-    func headerProtectionMask(hp: [UInt8], sample: UnsafeRawBufferPointer) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
-        var block = [UInt8](repeating: 0, count: 32)
+    /// The header-protection mask for `sample` (16 bytes), the first 5 bytes of its AES-128-ECB
+    /// encryption (RFC 9001 section 5.4.3): the first byte's and the packet number's.
+    func headerProtectionMask(hp: [UInt8], sample: UnsafeRawBufferPointer) -> (first: UInt8, packetNumber: UInt32) {
+        var block: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
         var written: Int32 = 0
-        let ok = hp.withUnsafeBufferPointer { hp in
-            EVP_EncryptInit_ex2(ecbContext, ecb, hp.baseAddress, nil, nil) == 1
-                && EVP_CIPHER_CTX_set_padding(ecbContext, 0) == 1
-                && EVP_EncryptUpdate(ecbContext, &block, &written, sample.baseAddress, 16) == 1
+        // One whole block of encryption is written at once, whatever the padding setting.
+        let ok = withUnsafeMutableBytes(of: &block) { block in
+            EVP_EncryptInit_ex2(ecbContext, nil, hp, nil, nil) == 1
+                && EVP_EncryptUpdate(ecbContext, block.baseAddress, &written, sample.baseAddress, 16) == 1
         }
         precondition(ok && written == 16, "AES-128-ECB failed: \(OpenSSLErrorQueue.drain().text)")
-        return (block[0], block[1], block[2], block[3], block[4])
+        return withUnsafeBytes(of: block) { bytes in
+            (bytes[0], UInt32(bytes[1]) << 24 | UInt32(bytes[2]) << 16 | UInt32(bytes[3]) << 8 | UInt32(bytes[4]))
+        }
     }
 
     /// Decrypts and authenticates an AES-128-GCM payload into `output` (at least `ciphertext.count`
@@ -102,10 +137,12 @@ final class QUICInitialCipher {
     func open(key: [UInt8], nonce: [UInt8], additionalData: UnsafeRawBufferPointer, ciphertext: UnsafeRawBufferPointer,
               tag: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Bool {
         var written: Int32 = 0
-        var tagCopy = Array(tag)
+        // OpenSSL takes the tag through a mutable pointer.
+        var tagCopy: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &tagCopy) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: tag.prefix(16))) }
         let ok = key.withUnsafeBufferPointer { key in
             nonce.withUnsafeBufferPointer { nonce in
-                EVP_DecryptInit_ex2(gcmContext, gcm, key.baseAddress, nonce.baseAddress, nil) == 1
+                EVP_DecryptInit_ex2(gcmContext, nil, key.baseAddress, nonce.baseAddress, nil) == 1
                     && EVP_DecryptUpdate(gcmContext, nil, &written, additionalData.baseAddress, Int32(additionalData.count)) == 1
                     && EVP_DecryptUpdate(gcmContext, output.baseAddress, &written, ciphertext.baseAddress, Int32(ciphertext.count)) == 1
                     && EVP_CIPHER_CTX_ctrl(gcmContext, EVP_CTRL_AEAD_SET_TAG, 16, &tagCopy) == 1

@@ -1,4 +1,5 @@
-import COpenSSL
+import ATSPolicy
+import POSIX
 import TLSWire
 
 /// Reads the ClientHello out of a QUIC client's Initial packets (RFC 9000, RFC 9001 section 5, and
@@ -15,8 +16,8 @@ import TLSWire
 /// Failures are typed (`QUICInitialError`); only the first packet of a datagram decides its
 /// failure, later coalesced packets that do not read are ignored, as a QUIC endpoint ignores them.
 /// Not thread-safe: one reader per thread or queue (it reuses its OpenSSL contexts and buffers).
-public final class QUICInitialReader<Peer: Hashable & Sendable> {
-    public private(set) var table: QUICInitialTable<Peer>
+public final class QUICInitialReader {
+    public private(set) var table: QUICInitialTable
     private let cipher = QUICInitialCipher()
     /// The decrypted payload and the unprotected header of the packet being read; a UDP payload
     /// is at most 65,527 bytes.
@@ -24,7 +25,7 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
     private let header = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
     /// The keys of the last connection ID read, because a split ClientHello and every
     /// retransmission come with the same one.
-    private var lastKeys: (version: QUICVersion, connectionID: [UInt8], keys: QUICInitialKeys)?
+    private var lastKeys: (version: QUICVersion, connectionID: QUICConnectionID, keys: QUICInitialKeys)?
 
     public init(limits: QUICInitialLimits = QUICInitialLimits()) {
         table = QUICInitialTable(limits: limits)
@@ -35,12 +36,16 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
         header.deallocate()
     }
 
-    /// Reads one datagram from `peer` received at `now` (the monotonic clock of the caller).
-    public func read(_ datagram: UnsafeRawBufferPointer, from peer: Peer,
+    /// Reads one datagram from `sender` received at `now` (the caller's monotonic clock).
+    public func read(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress,
                      at now: ContinuousClock.Instant) throws(QUICInitialError) -> QUICInitialReading {
         table.expire(now: now)
+        let address: UInt128 = switch sender.ip {
+        case .v4(let value): 0xFFFF_0000_0000 | UInt128(value)
+        case .v6(let value): value
+        }
         var first: QUICLongHeader?
-        var key: QUICInitialTable<Peer>.Key?
+        var key: QUICInitialTable.Key?
         var offset = 0
         while offset < datagram.count {
             // After the first packet, a short header or padding ends what the datagram has for us.
@@ -66,7 +71,8 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
                 }
             } else {
                 first = packet
-                let attempt = QUICInitialTable<Peer>.Key(peer: peer, destinationConnectionID: packet.destinationConnectionID)
+                let attempt = QUICInitialTable.Key(address: address, port: UInt16(truncatingIfNeeded: sender.port),
+                                                   destinationConnectionID: packet.destinationConnectionID)
                 key = attempt
                 switch table.state(of: attempt) {
                 case .read:
@@ -105,9 +111,9 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
     }
 
     /// `read` for a datagram in an array.
-    public func read(_ datagram: [UInt8], from peer: Peer, at now: ContinuousClock.Instant) throws(QUICInitialError) -> QUICInitialReading {
+    public func read(_ datagram: [UInt8], from sender: SocketAddress, at now: ContinuousClock.Instant) throws(QUICInitialError) -> QUICInitialReading {
         let result: Result<QUICInitialReading, QUICInitialError> = datagram.withUnsafeBytes { bytes in
-            Result { () throws(QUICInitialError) in try read(bytes, from: peer, at: now) }
+            Result { () throws(QUICInitialError) in try read(bytes, from: sender, at: now) }
         }
         return try result.get()
     }
@@ -121,17 +127,16 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
         let sampleStart = packet.packetNumberOffset + 4
         guard sampleStart + 16 <= packet.end else { throw .tooShort("the header protection sample") }
         let mask = cipher.headerProtectionMask(hp: keys.hp, sample: UnsafeRawBufferPointer(rebasing: datagram[sampleStart..<sampleStart + 16]))
-        let firstByte = packet.protectedFirstByte ^ (mask.0 & 0x0F)
+        let firstByte = packet.protectedFirstByte ^ (mask.first & 0x0F)
         let packetNumberLength = Int(firstByte & 0x03) + 1
         let payloadStart = packet.packetNumberOffset + packetNumberLength
         let headerLength = payloadStart - packet.start
         header.copyMemory(from: UnsafeRawBufferPointer(rebasing: datagram[packet.start..<payloadStart]))
         header[0] = firstByte
-        let maskBytes = [mask.1, mask.2, mask.3, mask.4]
         var packetNumber: UInt64 = 0
         for index in 0..<packetNumberLength {
             let position = packet.packetNumberOffset - packet.start + index
-            header[position] ^= maskBytes[index]
+            header[position] ^= UInt8(truncatingIfNeeded: mask.packetNumber >> (24 - 8 * index))
             packetNumber = packetNumber << 8 | UInt64(header[position])
         }
         // The first Initials of a connection carry their whole packet number, so the truncated
@@ -157,7 +162,7 @@ public final class QUICInitialReader<Peer: Hashable & Sendable> {
         return frames
     }
 
-    private func keys(_ version: QUICVersion, _ connectionID: [UInt8]) -> QUICInitialKeys {
+    private func keys(_ version: QUICVersion, _ connectionID: QUICConnectionID) -> QUICInitialKeys {
         if let lastKeys, lastKeys.version == version, lastKeys.connectionID == connectionID { return lastKeys.keys }
         // QUICLongHeader reads only versions that have keys.
         let keys = cipher.clientKeys(version: version, destinationConnectionID: connectionID)!

@@ -26,13 +26,17 @@ public struct QUICInitialLimits: Sendable, Equatable {
 /// forgotten `lifetime` after its first packet, the oldest forgotten first when the table is full.
 /// Attempts leave only in the order they came, so the bookkeeping is a queue and costs O(1) a packet.
 /// Time is the caller's monotonic clock, passed in, so the table itself does no I/O.
-public struct QUICInitialTable<Peer: Hashable & Sendable>: Sendable {
+public struct QUICInitialTable: Sendable {
+    /// An attempt: the sender's address (an IPv4 one mapped into IPv6, ::ffff:a.b.c.d) and port,
+    /// and the destination connection ID it chose. Fixed-size, so a lookup allocates nothing.
     public struct Key: Hashable, Sendable {
-        public var peer: Peer
-        public var destinationConnectionID: [UInt8]
+        public var address: UInt128
+        public var port: UInt16
+        public var destinationConnectionID: QUICConnectionID
 
-        public init(peer: Peer, destinationConnectionID: [UInt8]) {
-            self.peer = peer
+        public init(address: UInt128, port: UInt16, destinationConnectionID: QUICConnectionID) {
+            self.address = address
+            self.port = port
             self.destinationConnectionID = destinationConnectionID
         }
     }

@@ -2,15 +2,12 @@
 /// protected packet number; offsets count from the start of the datagram. Header protection hides
 /// the first byte's low bits and the packet number, so those are read after decryption.
 public struct QUICLongHeader: Sendable, Equatable {
-    /// Longest connection ID of versions 1 and 2 (RFC 9000 section 17.2).
-    public static let maximumConnectionIDLength = 20
-
     public var version: QUICVersion
     public var type: QUICLongPacketType
     /// The first byte as sent (its low four bits still protected).
     public var protectedFirstByte: UInt8
-    public var destinationConnectionID: [UInt8]
-    public var sourceConnectionID: [UInt8]
+    public var destinationConnectionID: QUICConnectionID
+    public var sourceConnectionID: QUICConnectionID
     /// The Initial's token (from a Retry or a NEW_TOKEN frame), by its length; 0 for other types.
     public var tokenLength: Int
     /// Where the packet starts in the datagram.
@@ -116,13 +113,13 @@ struct QUICCursor {
         return Int(value)
     }
 
-    mutating func connectionID(_ field: @autoclosure () -> String) throws(QUICInitialError) -> [UInt8] {
+    mutating func connectionID(_ field: @autoclosure () -> String) throws(QUICInitialError) -> QUICConnectionID {
         let length = Int(try byte("\(field()) length"))
-        guard length <= QUICLongHeader.maximumConnectionIDLength else {
+        guard length <= QUICConnectionID.maximumLength else {
             throw .malformed("\(field()) of \(length) bytes is longer than 20")
         }
         try need(length, field())
         defer { position += length }
-        return Array(bytes[position..<position + length])
+        return QUICConnectionID(bytes[position..<position + length])!
     }
 }

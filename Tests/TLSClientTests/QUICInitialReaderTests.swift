@@ -5,6 +5,11 @@ import Testing
 import TLSWire
 import TestSupport
 
+/// A lab device's address and QUIC port: 198.18.0.N:50000.
+func device(_ number: Int) -> SocketAddress {
+    SocketAddress(ip: .v4(0xC612_0000 | UInt32(number)), port: 50_000)
+}
+
 /// The QUIC Initial reader: the RFCs' vectors, real clients' first flights, ClientHellos split and
 /// shuffled across datagrams, every failure it names, and the bounds of its table.
 @Suite struct QUICInitialReaderTests {
@@ -12,28 +17,28 @@ import TestSupport
 
     @Test func theInitialKeysAreTheRFCsForBothVersions() throws {
         let cipher = QUICInitialCipher()
-        let version1 = try #require(cipher.clientKeys(version: .version1, destinationConnectionID: QUICTestVectors.destinationConnectionID))
+        let version1 = try #require(cipher.clientKeys(version: .version1, destinationConnectionID: QUICConnectionID(QUICTestVectors.destinationConnectionID)!))
         #expect(version1 == QUICInitialKeys(key: hexBytes("1f369613dd76d5467730efcbe3b1a22d"),
                                             iv: hexBytes("fa044b2f42a3fd3b46fb255c"),
                                             hp: hexBytes("9f50449e04a0e810283a1e9933adedd2")))
-        let version2 = try #require(cipher.clientKeys(version: .version2, destinationConnectionID: QUICTestVectors.destinationConnectionID))
+        let version2 = try #require(cipher.clientKeys(version: .version2, destinationConnectionID: QUICConnectionID(QUICTestVectors.destinationConnectionID)!))
         #expect(version2 == QUICInitialKeys(key: hexBytes("8b1a0bc121284290a29e0971b5cd045d"),
                                             iv: hexBytes("91f73e2351d8fa91660e909f"),
                                             hp: hexBytes("45b95e15235d6f45a6b19cbcb0294ba9")))
-        #expect(cipher.clientKeys(version: QUICVersion(0xFF00_001D), destinationConnectionID: [1, 2, 3]) == nil)
+        #expect(cipher.clientKeys(version: QUICVersion(0xFF00_001D), destinationConnectionID: QUICConnectionID([1, 2, 3])!) == nil)
     }
 
     @Test(arguments: [QUICVersion.version1, .version2])
     func theRFCsClientInitialGivesItsClientHello(version: QUICVersion) throws {
         let packet = version == .version1 ? QUICTestVectors.version1ClientInitial : QUICTestVectors.version2ClientInitial
-        let reader = QUICInitialReader<Int>()
-        guard case .clientHello(let hello) = try reader.read(packet, from: 1, at: start) else {
+        let reader = QUICInitialReader()
+        guard case .clientHello(let hello) = try reader.read(packet, from: device(1), at: start) else {
             Issue.record("no ClientHello")
             return
         }
         #expect(hello.version == version)
-        #expect(hello.destinationConnectionID == QUICTestVectors.destinationConnectionID)
-        #expect(hello.sourceConnectionID.isEmpty)
+        #expect(hello.destinationConnectionID.bytes == QUICTestVectors.destinationConnectionID)
+        #expect(hello.sourceConnectionID.count == 0)
         #expect(hello.packets == 1)
         #expect(hello.serverName == "example.com")
         #expect(hello.alpnProtocols == ["alpn"])
@@ -52,15 +57,15 @@ import TestSupport
 
     @Test(arguments: CapturedQUICInitials.all)
     func aRealClientsFirstFlightGivesItsClientHelloWithTheLastDatagram(capture: CapturedQUICInitial) throws {
-        let reader = QUICInitialReader<Int>()
+        let reader = QUICInitialReader()
         for (index, datagram) in capture.datagrams.enumerated() {
-            let reading = try reader.read(datagram, from: 7, at: start)
+            let reading = try reader.read(datagram, from: device(7), at: start)
             if index < capture.datagrams.count - 1 {
                 guard case .incomplete(let progress) = reading else {
                     Issue.record("datagram \(index) of \(capture.name): \(reading)")
                     return
                 }
-                #expect(progress.destinationConnectionID == capture.destinationConnectionID)
+                #expect(progress.destinationConnectionID.bytes == capture.destinationConnectionID)
                 #expect(progress.version.rawValue == capture.version)
             } else {
                 guard case .clientHello(let hello) = reading else {
@@ -69,20 +74,20 @@ import TestSupport
                 }
                 #expect(hello.serverName == capture.serverName)
                 #expect(hello.version.rawValue == capture.version)
-                #expect(hello.destinationConnectionID == capture.destinationConnectionID)
+                #expect(hello.destinationConnectionID.bytes == capture.destinationConnectionID)
                 #expect(hello.packets >= capture.datagrams.count)
             }
         }
         // The client's retransmission (the same connection ID) is known, and not decrypted again.
-        #expect(try reader.read(capture.datagrams[0], from: 7, at: start)
-                    == .alreadyRead(version: QUICVersion(capture.version), destinationConnectionID: capture.destinationConnectionID))
+        #expect(try reader.read(capture.datagrams[0], from: device(7), at: start)
+                    == .alreadyRead(version: QUICVersion(capture.version), destinationConnectionID: QUICConnectionID(capture.destinationConnectionID)!))
     }
 
     @Test func chromiumsShuffledPostQuantumHelloReadsInEitherOrder() throws {
         let capture = CapturedQUICInitials.chromium
-        let reader = QUICInitialReader<Int>()
-        #expect(try reader.read(capture.datagrams[1], from: 1, at: start).isIncomplete)
-        guard case .clientHello(let hello) = try reader.read(capture.datagrams[0], from: 1, at: start) else {
+        let reader = QUICInitialReader()
+        #expect(try reader.read(capture.datagrams[1], from: device(1), at: start).isIncomplete)
+        guard case .clientHello(let hello) = try reader.read(capture.datagrams[0], from: device(1), at: start) else {
             Issue.record("no ClientHello from the datagrams in reverse order")
             return
         }
@@ -102,14 +107,14 @@ import TestSupport
             return QUICClientInitial.seal(version: .version1, destinationConnectionID: connectionID,
                                           packetNumber: packetNumber, packetNumberLength: 1, frames: frames)
         }
-        let reader = QUICInitialReader<String>()
-        let first = try reader.read(datagram([4, 2], packetNumber: 0), from: "device", at: start)
-        #expect(first == .incomplete(QUICInitialProgress(version: .version1, destinationConnectionID: connectionID,
+        let reader = QUICInitialReader()
+        let first = try reader.read(datagram([4, 2], packetNumber: 0), from: device(1), at: start)
+        #expect(first == .incomplete(QUICInitialProgress(version: .version1, destinationConnectionID: QUICConnectionID(connectionID)!,
                                                          bufferedBytes: message.count, packets: 1)))
         // Another client with the same connection ID is another attempt: its pieces do not mix in.
-        #expect(try reader.read(datagram([0, 3, 1], packetNumber: 1), from: "other", at: start).isIncomplete)
-        #expect(try reader.read(datagram([0, 3], packetNumber: 1), from: "device", at: start).isIncomplete)
-        guard case .clientHello(let hello) = try reader.read(datagram([1], packetNumber: 2), from: "device", at: start) else {
+        #expect(try reader.read(datagram([0, 3, 1], packetNumber: 1), from: device(2), at: start).isIncomplete)
+        #expect(try reader.read(datagram([0, 3], packetNumber: 1), from: device(1), at: start).isIncomplete)
+        guard case .clientHello(let hello) = try reader.read(datagram([1], packetNumber: 2), from: device(1), at: start) else {
             Issue.record("no ClientHello after the third datagram")
             return
         }
@@ -129,8 +134,8 @@ import TestSupport
         let zeroRTT: [UInt8] = [0xE0] + [0x6B, 0x33, 0x43, 0xCF, 8] + connectionID + [0, 0x40, 20] + Array(repeating: 0x55, count: 20)
         var datagram = firstHalf + secondHalf + zeroRTT
         datagram += Array(repeating: 0, count: 1200 - datagram.count)
-        let reader = QUICInitialReader<Int>()
-        guard case .clientHello(let hello) = try reader.read(datagram, from: 1, at: start) else {
+        let reader = QUICInitialReader()
+        guard case .clientHello(let hello) = try reader.read(datagram, from: device(1), at: start) else {
             Issue.record("no ClientHello from the coalesced packets")
             return
         }
@@ -140,10 +145,10 @@ import TestSupport
 
     @Test func eachFailureIsNamed() throws {
         let packet = QUICTestVectors.version1ClientInitial
-        let reader = QUICInitialReader<Int>()
+        let reader = QUICInitialReader()
         func failure(_ datagram: [UInt8], from peer: Int = 1) -> QUICInitialError? {
             do {
-                _ = try reader.read(datagram, from: peer, at: start)
+                _ = try reader.read(datagram, from: device(peer), at: start)
                 return nil
             } catch {
                 return error
@@ -182,7 +187,7 @@ import TestSupport
 
     @Test func garbageNeverTrapsTheReader() {
         var generator = SeededGenerator(seed: 30)
-        let reader = QUICInitialReader<Int>()
+        let reader = QUICInitialReader()
         var kinds: Set<String> = []
         for round in 0..<2000 {
             var datagram = (0..<Int.random(in: 0...1300, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -198,7 +203,7 @@ import TestSupport
                 datagram.replaceSubrange(5..<18, with: [8] + datagram[6..<14] + [0, 0, 0x40 | UInt8(length >> 8), UInt8(length & 0xFF)])
             }
             do {
-                _ = try reader.read(datagram, from: round, at: start)
+                _ = try reader.read(datagram, from: device(round), at: start)
             } catch {
                 kinds.insert(error.kind)
             }
@@ -213,27 +218,30 @@ import TestSupport
                                           frames: QUICInitialFrames.crypto(offset: 0, message[..<50]))
         let tail = QUICClientInitial.seal(version: .version1, destinationConnectionID: connectionID, packetNumber: 1,
                                           frames: QUICInitialFrames.crypto(offset: 50, message[50...]))
-        let reader = QUICInitialReader<Int>(limits: QUICInitialLimits(lifetime: .seconds(5)))
-        #expect(try reader.read(head, from: 1, at: start).isIncomplete)
-        #expect(try reader.read(tail, from: 1, at: start + .seconds(6)).isIncomplete, "the head was forgotten")
+        let reader = QUICInitialReader(limits: QUICInitialLimits(lifetime: .seconds(5)))
+        #expect(try reader.read(head, from: device(1), at: start).isIncomplete)
+        #expect(try reader.read(tail, from: device(1), at: start + .seconds(6)).isIncomplete, "the head was forgotten")
         #expect(reader.table.expiredIncomplete == 1)
-        #expect(try reader.read(head, from: 1, at: start + .seconds(7)).isClientHello)
+        #expect(try reader.read(head, from: device(1), at: start + .seconds(7)).isClientHello)
     }
 
     @Test func theTableHoldsAtMostItsEntriesAndEvictsTheOldest() throws {
         let message = Self.clientHelloMessage
-        let reader = QUICInitialReader<Int>(limits: QUICInitialLimits(maximumEntries: 4))
+        let reader = QUICInitialReader(limits: QUICInitialLimits(maximumEntries: 4))
         for attempt in 0..<10 {
             let packet = QUICClientInitial.seal(version: .version1, destinationConnectionID: [UInt8(attempt), 0, 0, 0, 0, 0, 0, 0],
                                                 frames: QUICInitialFrames.crypto(offset: 0, message[..<60]))
-            #expect(try reader.read(packet, from: attempt, at: start + .milliseconds(attempt)).isIncomplete)
+            #expect(try reader.read(packet, from: device(attempt), at: start + .milliseconds(attempt)).isIncomplete)
         }
         #expect(reader.table.count == 4)
         #expect(reader.table.evictedIncomplete == 6)
         #expect(reader.table.bufferedBytes == 4 * 60)
-        #expect(reader.table.state(of: .init(peer: 9, destinationConnectionID: [9, 0, 0, 0, 0, 0, 0, 0]))
-                    == .assembling(bufferedBytes: 60, packets: 1))
-        #expect(reader.table.state(of: .init(peer: 0, destinationConnectionID: [0, 0, 0, 0, 0, 0, 0, 0])) == .absent)
+        func key(_ attempt: Int) -> QUICInitialTable.Key {
+            QUICInitialTable.Key(address: 0xFFFF_C612_0000 | UInt128(attempt), port: 50_000,
+                                 destinationConnectionID: QUICConnectionID([UInt8(attempt), 0, 0, 0, 0, 0, 0, 0])!)
+        }
+        #expect(reader.table.state(of: key(9)) == .assembling(bufferedBytes: 60, packets: 1))
+        #expect(reader.table.state(of: key(0)) == .absent)
     }
 
     @Test func aLiveAioquicClientsInitialsAreRead() throws {
@@ -243,11 +251,11 @@ import TestSupport
                                                 version: version, alpnPadding: alpnPadding, timeout: 1)
             let run = try Shell.run(client[0], Array(client.dropFirst()), timeout: 30)
             #expect(run.stdout.contains("quic: no answer"), "\(run.stderr)")
-            let reader = QUICInitialReader<Int>()
+            let reader = QUICInitialReader()
             var hellos: [QUICClientHello] = []
             var repeats = 0
             for datagram in try socket.drain() {
-                switch try reader.read(datagram, from: 1, at: start) {
+                switch try reader.read(datagram, from: device(1), at: start) {
                 case .clientHello(let hello): hellos.append(hello)
                 case .alreadyRead: repeats += 1
                 case .incomplete: break
