@@ -10,8 +10,16 @@ public enum QUICClientInitial {
     public static func seal(version: QUICVersion, destinationConnectionID: [UInt8], sourceConnectionID: [UInt8] = [],
                             token: [UInt8] = [], packetNumber: UInt32 = 0, packetNumberLength: Int = 4,
                             frames: [UInt8], size: Int = 1200) -> [UInt8] {
+        seal(version: version, destinationConnectionID: destinationConnectionID, sourceConnectionID: sourceConnectionID,
+             token: token, packetNumber: packetNumber, packetNumberLength: packetNumberLength, frames: frames, size: size,
+             using: QUICInitialCipher())
+    }
+
+    /// `seal` with a cipher the caller keeps, for callers that make many packets (the fuzz target).
+    static func seal(version: QUICVersion, destinationConnectionID: [UInt8], sourceConnectionID: [UInt8] = [],
+                     token: [UInt8] = [], packetNumber: UInt32 = 0, packetNumberLength: Int = 4,
+                     frames: [UInt8], size: Int = 1200, using cipher: QUICInitialCipher) -> [UInt8] {
         precondition((1...4).contains(packetNumberLength), "a packet number is 1 to 4 bytes")
-        let cipher = QUICInitialCipher()
         guard let connectionID = QUICConnectionID(destinationConnectionID),
               let keys = cipher.clientKeys(version: version, destinationConnectionID: connectionID),
               let typeBits = version.typeBits(.initial) else {

@@ -18,7 +18,7 @@ import TLSWire
 /// Not thread-safe: one reader per thread or queue (it reuses its OpenSSL contexts and buffers).
 public final class QUICInitialReader {
     public private(set) var table: QUICInitialTable
-    private let cipher = QUICInitialCipher()
+    private let cipher: QUICInitialCipher
     /// The decrypted payload and the unprotected header of the packet being read; a UDP payload
     /// is at most 65,527 bytes.
     private let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
@@ -27,8 +27,15 @@ public final class QUICInitialReader {
     /// retransmission come with the same one.
     private var lastKeys: (version: QUICVersion, connectionID: QUICConnectionID, keys: QUICInitialKeys)?
 
-    public init(limits: QUICInitialLimits = QUICInitialLimits()) {
+    public convenience init(limits: QUICInitialLimits = QUICInitialLimits()) {
+        self.init(limits: limits, cipher: QUICInitialCipher())
+    }
+
+    /// A reader on a cipher another reader of the same thread may share (the fuzz target makes one
+    /// reader per input).
+    init(limits: QUICInitialLimits, cipher: QUICInitialCipher) {
         table = QUICInitialTable(limits: limits)
+        self.cipher = cipher
     }
 
     deinit {
