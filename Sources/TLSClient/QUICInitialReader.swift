@@ -117,6 +117,12 @@ public final class QUICInitialReader {
         }
     }
 
+    /// Forgets the attempts whose lifetime is over, as every `read` does first; for a caller that
+    /// wants the table's counters current while no datagram comes.
+    public func expire(at now: ContinuousClock.Instant) {
+        table.expire(now: now)
+    }
+
     /// `read` for a datagram in an array.
     public func read(_ datagram: [UInt8], from sender: SocketAddress, at now: ContinuousClock.Instant) throws(QUICInitialError) -> QUICInitialReading {
         let result: Result<QUICInitialReading, QUICInitialError> = datagram.withUnsafeBytes { bytes in
