@@ -19,10 +19,12 @@ import TLSWire
 public final class QUICInitialReader {
     public private(set) var table: QUICInitialTable
     private let cipher: QUICInitialCipher
-    /// The decrypted payload and the unprotected header of the packet being read; a UDP payload
-    /// is at most 65,527 bytes.
-    private let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
-    private let header = UnsafeMutableRawBufferPointer.allocate(byteCount: 65_536, alignment: 16)
+    /// The decrypted payload and the unprotected header of the packet being read.
+    private let plaintext = UnsafeMutableRawBufferPointer.allocate(byteCount: QUICInitialReader.maximumDatagramLength, alignment: 16)
+    private let header = UnsafeMutableRawBufferPointer.allocate(byteCount: QUICInitialReader.maximumDatagramLength, alignment: 16)
+
+    /// The longest UDP payload there is (65,535 bytes less the UDP header).
+    public static let maximumDatagramLength = 65_527
     /// The keys of the last connection ID read, because a split ClientHello and every
     /// retransmission come with the same one.
     private var lastKeys: (version: QUICVersion, connectionID: QUICConnectionID, keys: QUICInitialKeys)?
@@ -46,6 +48,9 @@ public final class QUICInitialReader {
     /// Reads one datagram from `sender` received at `now` (the caller's monotonic clock).
     public func read(_ datagram: UnsafeRawBufferPointer, from sender: SocketAddress,
                      at now: ContinuousClock.Instant) throws(QUICInitialError) -> QUICInitialReading {
+        guard datagram.count <= Self.maximumDatagramLength else {
+            throw .malformed("a datagram of \(datagram.count) bytes, longer than UDP carries")
+        }
         table.expire(now: now)
         let address: UInt128 = switch sender.ip {
         case .v4(let value): 0xFFFF_0000_0000 | UInt128(value)

@@ -183,6 +183,7 @@ func device(_ number: Int) -> SocketAddress {
         // An ACK frame with a range count no packet can hold.
         #expect(failure(sealed([0x02, 0x00, 0x00, 0x7F, 0xFF, 0x00], [5])) == .tooShort("ACK's 16383 ranges"))
         #expect(failure([0xC0]) == .tooShort("the version"))
+        #expect(failure(packet + [UInt8](repeating: 0, count: 70_000)) == .malformed("a datagram of 71200 bytes, longer than UDP carries"))
     }
 
     @Test func garbageNeverTrapsTheReader() {
