@@ -110,10 +110,12 @@ func readAsFrames(_ frames: [UInt8], control: UInt8) {
     let version: QUICVersion = control & 1 == 0 ? .version1 : .version2
     let connectionID = (0..<Int(8 + control % 13)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ Int(control)) }
     var outcomes: [Outcome] = []
-    for packetNumberLength in [1, 4] {
+    // Unpadded, so that both packets carry the same payload (a run of PADDING could complete a
+    // frame the input leaves short, and the padding's length depends on the header's).
+    for (packetNumberLength, size) in [(1, 0), (4, 0), (2, 1200)] {
         let packet = QUICClientInitial.seal(version: version, destinationConnectionID: connectionID,
                                             packetNumber: UInt32(control), packetNumberLength: packetNumberLength, frames: frames,
-                                            using: cipher)
+                                            size: size, using: cipher)
         let reader = newReader()
         let outcome = Outcome { () throws(QUICInitialError) in try reader.read(packet, from: sender, at: .now) }
         if case .failed(let error) = outcome {
@@ -122,8 +124,11 @@ func readAsFrames(_ frames: [UInt8], control: UInt8) {
         }
         outcomes.append(outcome)
     }
-    // The padding differs with the header's length, and with it the byte counts errors mention.
-    fuzzCheck(outcomes[0].kind == outcomes[1].kind, "1-byte packet number \(outcomes[0]), 4-byte \(outcomes[1])")
+    // A payload under 3 bytes is padded to fit the header-protection sample, more so with a 1-byte
+    // packet number.
+    if frames.count >= 3 {
+        fuzzCheck(outcomes[0] == outcomes[1], "1-byte packet number \(outcomes[0]), 4-byte \(outcomes[1])")
+    }
 }
 
 /// The bytes as a CRYPTO stream, cut into frames that are shuffled over up to three datagrams: read
