@@ -116,6 +116,13 @@ let package = Package(
             dependencies: ["ATSPolicy"],
             path: "Benchmarks/DecisionBenchmark"
         ),
+        // Not a test: `swift build -c release --product QUICInitialBenchmark` measures the QUIC
+        // listener's Initial reader (datagrams/s on one thread).
+        .executableTarget(
+            name: "QUICInitialBenchmark",
+            dependencies: ["TLSClient", "TLSWire", "POSIX"],
+            path: "Benchmarks/QUICInitialBenchmark"
+        ),
         // Not a test: scripts/benchmark runs it (release) for the proxy table of BENCHMARKS.md.
         .executableTarget(
             name: "ProxyBenchmark",

@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include "CAtsgateShims.h"
 
@@ -48,4 +50,77 @@ int atsgate_affinity_cpu_count(void) {
     }
     errno = EINVAL;
     return -1;
+}
+
+/* From <linux/netfilter_ipv4.h> and <linux/netfilter_ipv6/ip6_tables.h>, which cannot be included
+   beside glibc's <netinet/in.h>: the kernel ABI fixes both at 80. */
+#ifndef SO_ORIGINAL_DST
+#define SO_ORIGINAL_DST 80
+#endif
+#ifndef IP6T_SO_ORIGINAL_DST
+#define IP6T_SO_ORIGINAL_DST 80
+#endif
+
+int atsgate_original_destination(int fd, struct sockaddr_storage *address) {
+    struct sockaddr_storage local;
+    socklen_t length = sizeof local;
+    if (getsockname(fd, (struct sockaddr *)&local, &length) != 0) return -1;
+    memset(address, 0, sizeof *address);
+    length = sizeof *address;
+    if (local.ss_family == AF_INET6) {
+        return getsockopt(fd, SOL_IPV6, IP6T_SO_ORIGINAL_DST, address, &length);
+    }
+    return getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, address, &length);
+}
+
+int atsgate_set_transparent(int fd, int family) {
+    int one = 1;
+    if (family == AF_INET6) return setsockopt(fd, SOL_IPV6, IPV6_TRANSPARENT, &one, sizeof one);
+    return setsockopt(fd, SOL_IP, IP_TRANSPARENT, &one, sizeof one);
+}
+
+int atsgate_set_receive_original_destination(int fd, int family) {
+    int one = 1;
+    if (family == AF_INET6) return setsockopt(fd, SOL_IPV6, IPV6_RECVORIGDSTADDR, &one, sizeof one);
+    return setsockopt(fd, SOL_IP, IP_RECVORIGDSTADDR, &one, sizeof one);
+}
+
+#define ATSGATE_MAX_BATCH 256
+/* Room for one IP_ORIGDSTADDR or IPV6_ORIGDSTADDR message, and a little more. */
+#define ATSGATE_CONTROL_SIZE 128
+
+int atsgate_receive_datagrams(int fd, unsigned char *buffers, size_t size, unsigned int count,
+                              struct sockaddr_storage *senders, struct sockaddr_storage *destinations,
+                              size_t *lengths, int *truncated) {
+    struct mmsghdr messages[ATSGATE_MAX_BATCH];
+    struct iovec vectors[ATSGATE_MAX_BATCH];
+    static __thread unsigned char control[ATSGATE_MAX_BATCH][ATSGATE_CONTROL_SIZE];
+    if (count > ATSGATE_MAX_BATCH) count = ATSGATE_MAX_BATCH;
+    memset(messages, 0, count * sizeof messages[0]);
+    for (unsigned int i = 0; i < count; i++) {
+        vectors[i].iov_base = buffers + i * size;
+        vectors[i].iov_len = size;
+        messages[i].msg_hdr.msg_iov = &vectors[i];
+        messages[i].msg_hdr.msg_iovlen = 1;
+        messages[i].msg_hdr.msg_name = &senders[i];
+        messages[i].msg_hdr.msg_namelen = sizeof senders[i];
+        messages[i].msg_hdr.msg_control = control[i];
+        messages[i].msg_hdr.msg_controllen = ATSGATE_CONTROL_SIZE;
+    }
+    int received = recvmmsg(fd, messages, count, MSG_DONTWAIT, NULL);
+    if (received < 0) return -1;
+    for (int i = 0; i < received; i++) {
+        lengths[i] = messages[i].msg_len;
+        truncated[i] = (messages[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+        destinations[i].ss_family = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&messages[i].msg_hdr); c != NULL; c = CMSG_NXTHDR(&messages[i].msg_hdr, c)) {
+            if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_ORIGDSTADDR)
+                || (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_ORIGDSTADDR)) {
+                size_t length = c->cmsg_len - CMSG_LEN(0);
+                if (length > sizeof destinations[i]) length = sizeof destinations[i];
+                memcpy(&destinations[i], CMSG_DATA(c), length);
+            }
+        }
+    }
+    return received;
 }

@@ -3,13 +3,25 @@ import Glibc
 
 /// Non-blocking TCP sockets: listening and connecting. Descriptors are returned to the caller to own.
 public enum Socket {
-    public static func listen(on address: SocketAddress, backlog: Int32 = 4096) throws(SystemError) -> Int32 {
+    /// `transparent`: IP_TRANSPARENT, for a TPROXY listener (`--listen-tproxy`), which accepts
+    /// connections to addresses that are not its own; each accepted socket's local address is then
+    /// the client's original destination. Needs CAP_NET_ADMIN.
+    public static func listen(on address: SocketAddress, backlog: Int32 = 4096,
+                              transparent: Bool = false) throws(SystemError) -> Int32 {
         let fd = atsgate_socket(address.family, Int32(SOCK_STREAM.rawValue))
         guard fd >= 0 else { throw SystemError(call: "socket", code: errno) }
         var one: Int32 = 1
         setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         setNoDelay(fd)
         if !address.ip.isIPv4 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        if transparent {
+            do {
+                try setTransparent(fd, family: address.family)
+            } catch {
+                SystemCall.close(fd)
+                throw SystemError(call: "\(error.call) on \(address)", code: error.code)
+            }
+        }
         let bound = address.withSockAddr { Glibc.bind(fd, $0, $1) }
         guard bound == 0 else {
             let code = errno
