@@ -53,9 +53,10 @@ package final class EventLoop {
         }
     }
 
-    package init(label: String) {
+    /// `now`: the time the loop's deadlines are kept in (a test's MovableClock, else CLOCK_MONOTONIC).
+    package init(label: String, now: @escaping () -> Double = monotonic) {
         queue = DispatchQueue(label: label)
         poller = Poller(queue: queue)
-        clock = LoopClock(queue: queue)
+        clock = LoopClock(queue: queue, now: now)
     }
 }

@@ -101,7 +101,7 @@ extension ProxyConnection {
         // interest off (exchangeReadClient). Off and on again would be two epoll_ctl per request.
         client.wantRead(true)
         upstream.wantRead(true)
-        lastActivity = monotonic()
+        lastActivity = clock.now()
         armIdleTimer()
         exchangeWriteUpstream()
     }
@@ -155,7 +155,7 @@ extension ProxyConnection {
                 return exchangeFailed("writing to the origin failed")
             }
             exchange.toUpstream.removeFirst(n)
-            lastActivity = monotonic()
+            lastActivity = clock.now()
         }
         upstream.wantWrite(false)
         if !exchange.body.isComplete, exchange.toUpstream.count <= Self.bufferLimit { client.wantRead(true) }
@@ -167,7 +167,7 @@ extension ProxyConnection {
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
                 exchange.fromUpstream += UnsafeRawBufferPointer(rebasing: loop.scratch[..<n])
-                lastActivity = monotonic()
+                lastActivity = clock.now()
                 // As for the client: a short plain read took all there was, and the next would only
                 // say EAGAIN (one wasted system call per forwarded response). A TLS read returns one
                 // record at a time, and the rest may already sit in OpenSSL's buffer, where the
