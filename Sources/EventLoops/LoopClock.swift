@@ -37,17 +37,20 @@ package final class LoopClock {
     /// Runs `handler` after `seconds` (then every `seconds` when repeating), replacing what `owner`
     /// had scheduled. Called on the clock's queue only.
     package func schedule(_ owner: AnyObject, after seconds: Double, repeating: Bool, _ handler: @escaping () -> Void) {
+        assertOnLoop(queue)
         entries[ObjectIdentifier(owner)] = Entry(deadline: now() + seconds, interval: repeating ? seconds : nil,
                                                  handler: handler)
     }
 
     package func cancel(_ owner: AnyObject) {
+        assertOnLoop(queue)
         entries[ObjectIdentifier(owner)] = nil
     }
 
     /// Runs the handlers whose deadline has come. The loop's timer calls it every `resolution`; a test
     /// that moved its clock calls it on the loop's queue to run what is due without waiting for the timer.
     package func tick() {
+        assertOnLoop(queue)
         guard !entries.isEmpty else { return }
         let time = now()
         let due = entries.filter { $0.value.deadline <= time }
