@@ -56,3 +56,37 @@ import Testing
         #expect(onLoop(loop) { loop.clock.tick(); return ran } == ["second"])
     }
 }
+
+/// Found while writing these tests, left as it is (this change keeps behaviour): a tick runs every
+/// deadline that was due when it began, even one that an earlier handler of the same tick cancelled.
+/// A handler that cancels another owner's deadline (a connect timeout cancelling Happy Eyeballs'
+/// next attempt) can therefore still see it run, after its owner may be gone.
+@Suite struct LoopClockKnownIssues {
+    private final class Owner {}
+
+    @Test func aDeadlineCancelledByAnEarlierHandlerOfTheSameTickDoesNotRun() {
+        let clock = MovableClock()
+        let loop = EventLoop(label: "test.clock.cancel-in-tick", now: clock.now)
+        let first = Owner()
+        let second = Owner()
+        var ran = 0
+        loop.queue.sync {
+            loop.clock.schedule(first, after: 1, repeating: false) {
+                ran += 1
+                loop.clock.cancel(second)
+            }
+            loop.clock.schedule(second, after: 1, repeating: false) {
+                ran += 1
+                loop.clock.cancel(first)
+            }
+        }
+        clock.advance(by: 2)
+        let runs = loop.queue.sync {
+            loop.clock.tick()
+            return ran
+        }
+        withKnownIssue("LoopClock.tick runs its snapshot of due deadlines, cancelled or not") {
+            #expect(runs == 1, "each handler cancels the other: only the first to run may run")
+        }
+    }
+}
