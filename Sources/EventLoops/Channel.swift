@@ -5,6 +5,7 @@ import POSIX
 /// One socket descriptor on one event-loop queue: read and write interest, each with its handler.
 /// Interest changes are inline epoll_ctl calls on the loop's `Poller`; on `close()` the descriptor is
 /// forgotten by the poller and closed at once (closing it is what takes it out of the epoll set).
+/// Used on its poller's queue only (checked in debug builds at every door).
 package final class Channel {
     package let fd: Int32
     private let poller: Poller
@@ -22,17 +23,26 @@ package final class Channel {
         self.poller = poller
     }
 
-    package func onReadable(_ handler: @escaping () -> Void) { readHandler = handler }
-    package func onWritable(_ handler: @escaping () -> Void) { writeHandler = handler }
+    package func onReadable(_ handler: @escaping () -> Void) {
+        assertOnLoop(poller.queue)
+        readHandler = handler
+    }
+
+    package func onWritable(_ handler: @escaping () -> Void) {
+        assertOnLoop(poller.queue)
+        writeHandler = handler
+    }
 
     /// Wants read events or not.
     package func wantRead(_ on: Bool) {
+        assertOnLoop(poller.queue)
         guard !closed, on != readActive else { return }
         readActive = on
         updateInterest()
     }
 
     package func wantWrite(_ on: Bool) {
+        assertOnLoop(poller.queue)
         guard !closed, on != writeActive else { return }
         writeActive = on
         updateInterest()
@@ -48,6 +58,7 @@ package final class Channel {
     /// Runs the handlers for what epoll reported. Errors and hang-ups wake both directions, so the
     /// handler's next read or write sees them.
     package func handle(_ events: UInt32) {
+        assertOnLoop(poller.queue)
         let failure = events & (EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0
         if events & (EPOLLRDHUP.rawValue | EPOLLHUP.rawValue) != 0 { peerClosed = true }
         if readActive, failure || events & (EPOLLIN.rawValue | EPOLLRDHUP.rawValue) != 0 { readHandler?() }
@@ -67,6 +78,7 @@ package final class Channel {
     /// Writes as much of `bytes` as the socket takes and removes what went: the one write path of
     /// the answers, the forwarded responses, the watched handshakes and the admin listener.
     package func write(_ bytes: inout [UInt8]) -> WriteOutcome {
+        assertOnLoop(poller.queue)
         var written = 0
         defer { if written > 0 { bytes.removeFirst(written) } }
         while written < bytes.count {
@@ -106,6 +118,7 @@ package final class Channel {
     /// when `deregistering`) and drops the handlers; false when it was closed already.
     @discardableResult
     private func leave(deregistering: Bool) -> Bool {
+        assertOnLoop(poller.queue)
         guard !closed else { return false }
         closed = true
         if deregistering { poller.remove(self, registered: registered) } else { poller.forget(self) }

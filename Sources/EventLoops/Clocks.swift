@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The daemon's clocks, read in one place. Deadlines, timeouts, durations, cache lifetimes and the
 /// loops' liveness run on CLOCK_MONOTONIC: a step of the wall clock (NTP, an operator) would otherwise
@@ -26,4 +27,22 @@ package func monotonic() -> Double {
 package func monotonicMilliseconds() -> Int64 {
     let spec = read(CLOCK_MONOTONIC)
     return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+}
+
+/// CLOCK_MONOTONIC plus however far a test has moved it: a test gives its `now` to the loops
+/// (`EventLoop(label:now:)`, ProxyServer's `now`) and moves it past a timeout instead of waiting
+/// for one. It only ever moves ahead of the real clock, so what runs periodically (the log's
+/// hand-off, the liveness tick) keeps its pace.
+package final class MovableClock: Sendable {
+    private let offset = Mutex<Double>(0)
+
+    package init() {}
+
+    package func now() -> Double {
+        monotonic() + offset.withLock { $0 }
+    }
+
+    package func advance(by seconds: Double) {
+        offset.withLock { $0 += seconds }
+    }
 }

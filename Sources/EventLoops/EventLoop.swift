@@ -22,12 +22,14 @@ package final class EventLoop {
 
     /// A pipe for a relay direction, spare or new.
     package func takePipe() throws(SystemError) -> (read: Int32, write: Int32) {
+        assertOnLoop()
         if let pipe = pipes.popLast() { return pipe }
         return try SystemCall.pipe()
     }
 
     /// Returns a pipe; only an empty one may be kept.
     package func returnPipe(_ pipe: (read: Int32, write: Int32), empty: Bool) {
+        assertOnLoop()
         if empty, pipes.count < EventLoop.maximumSparePipes {
             pipes.append(pipe)
         } else {
@@ -53,9 +55,10 @@ package final class EventLoop {
         }
     }
 
-    package init(label: String) {
+    /// `now`: the time the loop's deadlines are kept in (a test's MovableClock, else CLOCK_MONOTONIC).
+    package init(label: String, now: @escaping () -> Double = monotonic) {
         queue = DispatchQueue(label: label)
         poller = Poller(queue: queue)
-        clock = LoopClock(queue: queue)
+        clock = LoopClock(queue: queue, now: now)
     }
 }

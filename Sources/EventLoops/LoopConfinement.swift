@@ -18,3 +18,11 @@ extension EventLoop {
         EventLoops.assertOnLoop(queue)
     }
 }
+
+/// Whether this build checks confinement (a debug build): the tests that break the rule on purpose
+/// run only where it is checked.
+#if DEBUG
+package let loopConfinementIsChecked = true
+#else
+package let loopConfinementIsChecked = false
+#endif

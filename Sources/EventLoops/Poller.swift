@@ -15,6 +15,8 @@ import POSIX
 /// forgotten here before it is closed (the close itself takes it out of the epoll set: no proxy
 /// socket is ever duplicated or inherited by a child).
 package final class Poller {
+    /// The loop's queue: the only one its channels may be used on.
+    package let queue: DispatchQueue
     private let epoll: Epoll
     private let source: DispatchSourceRead
     private var channels: [Int32: Channel] = [:]
@@ -25,6 +27,7 @@ package final class Poller {
     private var woken = false
 
     package init(queue: DispatchQueue) {
+        self.queue = queue
         do {
             epoll = try Epoll()
             wakeFD = try SystemCall.eventFD()

@@ -46,6 +46,7 @@ package final class Pump {
 
     /// Runs until it would block; called on writability of `to` (and by `readable`).
     package func run() {
+        loop.assertOnLoop()
         do {
             try step()
         } catch {

@@ -76,9 +76,9 @@ extension ProxyConnection {
         let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
         let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
         enterRelaying(up: up, down: down)
-        lastActivity = monotonic()
+        lastActivity = clock.now()
         for pump in [up, down] {
-            pump.onProgress = { [unowned self] in lastActivity = monotonic() }
+            pump.onProgress = { [unowned self] in lastActivity = clock.now() }
             pump.onFinish = { [unowned self] in
                 if case .relaying(let up, let down) = state, up.finished, down.finished { finish() }
             }
@@ -94,8 +94,8 @@ extension ProxyConnection {
         let relay = ClientTLSRelay(tls: tls, client: client, origin: upstream, loop: loop, prefix: prefix,
                                    downPrefix: downPrefix)
         enterRelayingTLS(relay)
-        lastActivity = monotonic()
-        relay.onProgress = { [unowned self] in lastActivity = monotonic() }
+        lastActivity = clock.now()
+        relay.onProgress = { [unowned self] in lastActivity = clock.now() }
         relay.onFinish = { [unowned self] in
             if case .relayingTLS(let relay) = state, relay.upFinished, relay.downFinished { finish() }
         }
@@ -108,7 +108,7 @@ extension ProxyConnection {
     func armIdleTimer() {
         let idle = generation.configuration.timeouts.idle
         arm(after: max(LoopClock.resolution, idle / 2), repeating: true) { [self] in
-            if monotonic() - lastActivity > idle {
+            if clock.now() - lastActivity > idle {
                 record.note("idle for \(Int(idle)) s")
                 finish()
             }

@@ -28,8 +28,8 @@ package final class ProxyLoop {
     /// Counters for /metrics; touched only on the loop's queue, summed when scraped.
     var metrics = LoopMetrics()
 
-    init(label: String) {
-        loop = EventLoop(label: label)
+    init(label: String, now: @escaping () -> Double = monotonic) {
+        loop = EventLoop(label: label, now: now)
     }
 
     /// Accepts unless at the connection cap or held back by the log.

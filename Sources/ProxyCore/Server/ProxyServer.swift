@@ -32,14 +32,16 @@ public final class ProxyServer: @unchecked Sendable {
     /// Binds every listen address, plain and TLS (or takes `inherited` and `inheritedTLS`, the sockets
     /// a supervisor bound: systemd's socket activation, which then replaces both lists); throws a
     /// one-line error (e.g. port in use) before anything runs. Every record logged is also handed to
-    /// `observer` (the live page's feed).
+    /// `observer` (the live page's feed). `now` is the time the loops' deadlines are kept in: a test
+    /// gives a MovableClock's, to move past a timeout instead of waiting for it.
     package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
-                inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil) throws(SystemError) {
+                inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil,
+                now: @escaping () -> Double = monotonic) throws(SystemError) {
         var configuration = configuration
         // One loop per CPU the process may use (affinity and cgroup quota included), unless configured.
         loopAllowance = configuration.listeners.loopCount > 0
             ? CPUAllowance(count: configuration.listeners.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
-        loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)") }
+        loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)", now: now) }
         var bound: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
         do throws(SystemError) {
             if inherited.isEmpty && inheritedTLS.isEmpty {
