@@ -216,9 +216,8 @@ extension ProxyConnection {
         record.bytesUp = exchange.bytesUp
         record.bytesDown = exchange.bytesDown
         if truncated {
-            record.action = .error
-            record.reason = .upstreamTruncated
-            record.message = "the origin closed the connection before the end of the response body"
+            record.recordFailure(.upstreamTruncated,
+                                 message: "the origin closed the connection before the end of the response body")
             log()
             client.abort()
             return close()
@@ -233,7 +232,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if keepClient {
-            record = DecisionRecord(time: wallClock(), client: clientAddress, method: "-")
+            record = .begin(client: clientAddress, method: "-")
             nextRequest()
         } else {
             close()
