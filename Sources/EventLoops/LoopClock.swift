@@ -15,14 +15,18 @@ package final class LoopClock {
     package let now: () -> Double
 
     private struct Entry {
-        package var deadline: Double
-        package var interval: Double?
-        package var handler: () -> Void
+        var deadline: Double
+        var interval: Double?
+        var handler: () -> Void
+        /// Which scheduling this is: a handler that cancels or replaces another owner's deadline in
+        /// the same tick must keep the old one from running.
+        var serial: UInt64
     }
 
     private let queue: DispatchQueue
     private let timer: DispatchSourceTimer
     private var entries: [ObjectIdentifier: Entry] = [:]
+    private var nextSerial: UInt64 = 0
 
     package init(queue: DispatchQueue, now: @escaping () -> Double = monotonic) {
         self.queue = queue
@@ -38,8 +42,9 @@ package final class LoopClock {
     /// had scheduled. Called on the clock's queue only.
     package func schedule(_ owner: AnyObject, after seconds: Double, repeating: Bool, _ handler: @escaping () -> Void) {
         assertOnLoop(queue)
+        nextSerial &+= 1
         entries[ObjectIdentifier(owner)] = Entry(deadline: now() + seconds, interval: repeating ? seconds : nil,
-                                                 handler: handler)
+                                                 handler: handler, serial: nextSerial)
     }
 
     package func cancel(_ owner: AnyObject) {
@@ -55,6 +60,9 @@ package final class LoopClock {
         let time = now()
         let due = entries.filter { $0.value.deadline <= time }
         for (key, entry) in due {
+            // An earlier handler of this tick may have cancelled or replaced this deadline (a
+            // connection that timed out cancels its Happy Eyeballs timer): then it must not run.
+            guard entries[key]?.serial == entry.serial else { continue }
             // A handler may cancel or reschedule its own entry (or close its connection).
             if let interval = entry.interval {
                 entries[key]?.deadline = time + interval
