@@ -52,6 +52,18 @@ import Testing
         #expect(forward.clientCaughtUp() == .complete(reusable: true, keepClient: true, truncated: false))
     }
 
+    @Test func aLone100ContinueGoesToTheClientBeforeTheFinalResponse() throws {
+        var forward = try exchange("POST http://origin.test/upload HTTP/1.1\r\nHost: origin.test\r\n"
+            + "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        #expect(fromOrigin(&forward, "HTTP/1.1 100 Continue\r\n\r\n") == [.sendDown],
+                "the client waits for it before it sends its body")
+        #expect(toClient(&forward) == "HTTP/1.1 100 Continue\r\nVia: 1.1 atsgate\r\n\r\n")
+        #expect(forward.clientCaughtUp() == nil, "the final response is still to come")
+        #expect(fromOrigin(&forward, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
+                == [.responseHead(status: 201), .sendDown])
+        #expect(toClient(&forward).hasPrefix("HTTP/1.1 201 Created\r\n"))
+    }
+
     @Test func anHTTP10ClientGetsNoInterimResponse() throws {
         var forward = try exchange(Self.get10)
         let steps = fromOrigin(&forward, "HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 204 No Content\r\n\r\n")

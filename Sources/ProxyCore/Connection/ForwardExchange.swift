@@ -141,8 +141,9 @@ package struct ForwardExchange {
             case .success(nil):
                 if originEnded { return [.fail("the origin closed without a response", .upstreamProtocol)] }
                 heldHead = Array(rest)
-                // Interim heads taken with it wait for the final head's bytes before they are written.
-                return []
+                // Interim heads read so far go to the client now: one that sent Expect: 100-continue
+                // waits for its 100 before it sends the body.
+                return toClient.isEmpty ? [] : [.sendDown]
             case .success(let head?):
                 offset += head.length
                 if let refusal = refusal(head) { return [refusal] }
