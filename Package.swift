@@ -8,7 +8,8 @@ import PackageDescription
 //      TLSClient (OpenSSL), Systemd (libsystemd);
 //   3. I/O: EventLoops (the Dispatch loops on POSIX), DNS (the resolver on the loops);
 //   4. the proxy: ProxyAccess (who may use it, with which policy), DecisionLog (the record and where
-//      it goes), then ProxyCore (the connection);
+//      it goes), ProxyAnswers (verdicts and the proxy's own answers), Inspection (the watched TLS
+//      handshake and certificate verdicts), then ProxyCore (the connection, the upstream, the server);
 //   5. the operator's side: Admin (admin listener, metrics, live page), TrafficLogs (decision logs and
 //      HAR read and grouped), ATSReport (the gate's verdict);
 //   6. the executable, atsgate: arguments, config, wiring.
@@ -76,19 +77,27 @@ let package = Package(
         // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
         // records, and the observer the operator's side watches through.
         .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoops", "ProxyAccess"]),
-        // The connection state machine: verdicts, tunnels, forwarding, upgrades, TLS inspection, the
-        // upstream connection, the server and its loops.
+        // What the proxy decides for a request (Verdict) and how it answers: its own HTTP responses,
+        // Proxy-Status (RFC 9209) and its error types, what the next hop said.
+        .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire"]),
+        // The watched TLS handshake of a tunnel as a value (TLSInspection), and the certificate verdicts
+        // it asks for: judged off the loops, cached, shared by every loop.
+        .target(name: "Inspection",
+                dependencies: ["ATSPolicy", "DecisionLog", "TLSWire", "TLSClient", "POSIX", "EventLoops", "ProxyAnswers"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The connection state machine: tunnels, forwarding, upgrades, the upstream connection, the
+        // server and its loops.
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoops", "DNS", "ProxyAccess",
-                           "DecisionLog"],
+                           "DecisionLog", "ProxyAnswers", "Inspection"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
         // 5. The operator's side.
         // The admin listener: /metrics, /healthz, /readyz, the live page and its event stream.
         .target(name: "Admin", dependencies: ["ATSPolicy", "HTTP1", "POSIX", "EventLoops", "ProxyAccess", "DecisionLog",
-                                               "ProxyCore"],
+                                               "ProxyAnswers", "ProxyCore"],
                 resources: [.embedInCode("Resources/live-page.html")],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
         // Decision logs and HAR captures read (plain or gzip, in parallel when large) and grouped per
@@ -102,7 +111,8 @@ let package = Package(
         .executableTarget(
             name: "atsgate",
             dependencies: [
-                "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "DecisionLog", "ProxyCore", "ProxyAccess",
+                "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "DecisionLog", "ProxyAnswers", "Inspection",
+                "ProxyCore", "ProxyAccess",
                 "Admin",
                 "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -158,8 +168,12 @@ let package = Package(
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "DecisionLogTests",
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+        .testTarget(name: "ProxyAnswersTests",
+                    dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX"]),
+        .testTarget(name: "InspectionTests",
+                    dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests",
-                    dependencies: ["ProxyCore", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+                    dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "TrafficLogs", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.

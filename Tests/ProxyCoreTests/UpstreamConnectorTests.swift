@@ -2,6 +2,7 @@ import ATSPolicy
 import DNS
 import ProxyAccess
 import Testing
+import ProxyAnswers
 @testable import ProxyCore
 
 /// The upstream connector's choices as a value (ConnectPlan): which way is tried next and which failure

@@ -1,8 +1,10 @@
 import ATSPolicy
 import EventLoops
 import HTTP1
+import Inspection
 import POSIX
 import ProxyAccess
+import ProxyAnswers
 
 /// What comes before a request's policy: the proxy's own documents (the PAC file) and proxy
 /// authentication (`--auth-file`, Basic, a 407 that keeps the connection for the client's retry).

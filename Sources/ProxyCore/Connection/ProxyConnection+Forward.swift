@@ -5,6 +5,7 @@ import Glibc
 import HTTP1
 import POSIX
 import ProxyAccess
+import ProxyAnswers
 
 /// Absolute-form requests: block, redirect, or forward with client keep-alive and pooled origins.
 extension ProxyConnection {

@@ -4,6 +4,7 @@ import Glibc
 import HTTP1
 import POSIX
 import ProxyAccess
+import ProxyAnswers
 
 /// Through a parent proxy: a tunnel (and an upgrade's TLS) is opened with a CONNECT of our own to the
 /// parent, carrying the parent's credentials and nothing of the client's; the tunnel's bytes then

@@ -3,6 +3,8 @@ import DecisionLog
 import Dispatch
 import EventLoops
 import Glibc
+import Inspection
+import ProxyAnswers
 import TLSWire
 import POSIX
 

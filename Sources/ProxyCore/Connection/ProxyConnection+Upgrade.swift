@@ -3,6 +3,7 @@ import DecisionLog
 import Dispatch
 import EventLoops
 import HTTP1
+import Inspection
 import TLSClient
 import POSIX
 

@@ -5,6 +5,7 @@ import EventLoops
 import Glibc
 import HTTP1
 import ProxyAccess
+import ProxyAnswers
 import TLSClient
 import TLSWire
 import POSIX

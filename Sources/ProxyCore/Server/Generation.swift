@@ -1,8 +1,10 @@
 import ATSPolicy
 import DNS
 import DecisionLog
+import Inspection
 import POSIX
 import ProxyAccess
+import ProxyAnswers
 import Synchronization
 
 /// One configuration generation: what every connection accepted under it shares. A reload makes a
@@ -58,7 +60,7 @@ package final class Generation: Sendable {
             proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
         judge = ServerJudge(store: configuration.inspection.trustStore, transparency: configuration.inspection.transparency)
         verdicts = CertificateVerdictCache(capacity: configuration.inspection.verdictCacheCapacity,
-                                           timeToLive: configuration.inspection.verdictTimeToLive, daemon: daemon)
+                                           timeToLive: configuration.inspection.verdictTimeToLive, counters: daemon.verdicts)
     }
 
     /// The proxy's own addresses, which clients off the host may not reach: each listener's (proxy,
@@ -96,8 +98,7 @@ package final class DaemonState: Sendable {
     /// Decision records written since the start (for the service status line).
     let decisions = Atomic<Int>(0)
     /// Certificate verdict lookups answered from the cache, and those that had to be computed.
-    let verdictHits = Atomic<Int>(0)
-    let verdictMisses = Atomic<Int>(0)
+    let verdicts = VerdictCounters()
     /// Failed logins per client address (proxy and admin): kept across reloads, or a reload would
     /// hand a guesser a fresh allowance.
     let loginThrottle = LoginThrottle()

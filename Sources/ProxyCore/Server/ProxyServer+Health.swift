@@ -3,6 +3,7 @@ import DecisionLog
 import Dispatch
 import EventLoops
 import Glibc
+import Inspection
 import ProxyAccess
 import Synchronization
 import POSIX
@@ -75,8 +76,8 @@ extension ProxyServer {
             reloadsSucceeded: reloadsSucceeded.load(ordering: .relaxed),
             reloadsFailed: reloadsFailed.load(ordering: .relaxed),
             lastReloadTime: lastReload.withLock { $0 }, draining: !isReady,
-            probeCache: ["hit": daemon.verdictHits.load(ordering: .relaxed),
-                         "miss": daemon.verdictMisses.load(ordering: .relaxed)],
+            probeCache: ["hit": daemon.verdicts.hits.load(ordering: .relaxed),
+                         "miss": daemon.verdicts.misses.load(ordering: .relaxed)],
             version: ProxyServer.version, log: daemon.sink.state)
         gauges.resolver = daemon.dns.gauges
         let configuration = current.withLock { $0.configuration }

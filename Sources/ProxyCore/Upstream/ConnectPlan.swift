@@ -1,6 +1,7 @@
 import ATSPolicy
 import DNS
 import ProxyAccess
+import ProxyAnswers
 
 /// The upstream connector's choices, as a value with no I/O: which way to try (the origin, or the
 /// parent proxies in order) and, when a way fails, what comes next: the next parent, or the verdict

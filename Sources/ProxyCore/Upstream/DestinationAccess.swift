@@ -1,5 +1,6 @@
 import ATSPolicy
 import ProxyAccess
+import ProxyAnswers
 
 /// The result of the destination ACL on the addresses of one destination.
 enum DestinationAccess {

@@ -4,6 +4,7 @@ import DNS
 import EventLoops
 import POSIX
 import ProxyAccess
+import ProxyAnswers
 
 /// Everything between "the verdict allows" and "connected": the origin's name resolved (or a parent
 /// proxy's), the destination ACL on every address it gives, Happy Eyeballs over what is left, an idle

@@ -2,6 +2,7 @@ import ArgumentParser
 import ATSPolicy
 import Foundation
 import ProxyAccess
+import ProxyAnswers
 import ProxyCore
 
 /// How the policy applies and to whom: enforce or report, the load context, which policy a request

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Inspection
 import ProxyCore
 import TLSClient
 

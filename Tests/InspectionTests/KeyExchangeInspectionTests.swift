@@ -2,7 +2,8 @@ import ATSPolicy
 import Testing
 import TestSupport
 import TLSWire
-@testable import ProxyCore
+@testable import Inspection
+import ProxyAnswers
 
 /// The watched handshake reads the key exchange beside its judgement: real captures (pyOpenSSL on
 /// OpenSSL 4 and OpenSSL 3.0) go in whole and byte by byte, and hellos edited to carry broken or

@@ -1,5 +1,6 @@
 import ATSPolicy
 import DecisionLog
+import ProxyAnswers
 import TLSWire
 
 /// A CONNECT tunnel's TLS handshake, watched but not terminated, as a value with no sockets: bytes
@@ -13,16 +14,25 @@ import TLSWire
 /// verdicts run in parallel, until the certificate verdict (R15-R17) is known.
 package struct TLSInspection {
     /// What the proxy knows about the destination, fixed when the tunnel opened.
-    struct Policy {
-        var destination: Destination
-        var requirements: Requirements
-        var pin: PinnedDomain?
-        var sniMismatch: SNIMismatchAction
-        var certificateMode: CertificateMode
+    package struct Policy {
+        package var destination: Destination
+        package var requirements: Requirements
+        package var pin: PinnedDomain?
+        package var sniMismatch: SNIMismatchAction
+        package var certificateMode: CertificateMode
+
+        package init(destination: Destination, requirements: Requirements, pin: PinnedDomain?,
+                     sniMismatch: SNIMismatchAction, certificateMode: CertificateMode) {
+            self.destination = destination
+            self.requirements = requirements
+            self.pin = pin
+            self.sniMismatch = sniMismatch
+            self.certificateMode = certificateMode
+        }
     }
 
     /// The evidence the certificate is judged on.
-    enum Evidence: Equatable {
+    package enum Evidence: Equatable {
         /// TLS 1.2 and below: the chain the server sent, in the clear, and the SCTs its ServerHello carried.
         case chain([[UInt8]], scts: [[UInt8]])
         /// TLS 1.3 (the certificate is encrypted) or a resumption: a probe of the same address with
@@ -32,7 +42,7 @@ package struct TLSInspection {
 
     /// What the connection does next, in order; after a refusal it enforces, the rest is dropped
     /// (in report mode an ATS refusal is only recorded and the steps after it run).
-    enum Step {
+    package enum Step {
         /// A finding for the record's message that blocks nothing.
         case note(String)
         /// End the handshake: the verdict for the record, the alert for the client.
@@ -51,51 +61,51 @@ package struct TLSInspection {
         case clientAnswered(ClientAnswerReader.Answer)
     }
 
-    static let holdLimit = 256 * 1024
+    package static let holdLimit = 256 * 1024
 
-    let policy: Policy
+    package let policy: Policy
     private var clientReader = TLSHandshakeReader()
     private var serverReader = TLSHandshakeReader()
-    private(set) var clientHello: ClientHello?
-    private(set) var serverHello: ServerHello?
+    package private(set) var clientHello: ClientHello?
+    package private(set) var serverHello: ServerHello?
     /// The group the server's key exchange uses, followed through a HelloRetryRequest and, on TLS
     /// 1.2, to the ServerKeyExchange (read on while a verdict is awaited). Only recorded: it never
     /// changes a step.
-    private(set) var keyExchange = KeyExchangeTracker()
+    package private(set) var keyExchange = KeyExchangeTracker()
     /// The server reader failed while only the key exchange was being read on.
     private var keyExchangeReaderFailed = false
     /// Client bytes cleared for the origin (after the ClientHello's check), not yet written.
-    var toOrigin: [UInt8] = []
+    package var toOrigin: [UInt8] = []
     /// Server bytes cleared for the client (a HelloRetryRequest flight, or everything once released).
-    var toClient: [UInt8] = []
+    package var toClient: [UInt8] = []
     /// Client bytes read before the ClientHello was whole, held until it is checked.
     private var heldFromClient: [UInt8] = []
     /// Server bytes held until the verdict.
     private var heldFromServer: [UInt8] = []
-    private(set) var waitingForJudgement = false
-    private(set) var released = false
+    package private(set) var waitingForJudgement = false
+    package private(set) var released = false
     /// The client's records, read from its first byte: once the server's flight is released, the
     /// first record of the client's that says whether it accepted the server (ClientAnswerReader).
     private var clientAnswer = ClientAnswerReader()
     /// Released, and the client has not answered the server's flight yet: the tunnel stays watched
     /// (its bytes pass at once) until it does, so that a refusal of the certificate is seen.
-    private(set) var watchingClient = false
+    package private(set) var watchingClient = false
 
-    init(_ policy: Policy) {
+    package init(_ policy: Policy) {
         self.policy = policy
     }
 
     /// The record version an alert of ours should carry (the server's, else the client's).
-    var alertRecordVersion: UInt16 {
+    package var alertRecordVersion: UInt16 {
         serverReader.firstRecordVersion ?? clientReader.firstRecordVersion ?? 0x0303
     }
 
     /// Server bytes read and not yet passed on: the read side pauses above the hold limit.
-    var heldBytes: Int { heldFromServer.count + toClient.count }
+    package var heldBytes: Int { heldFromServer.count + toClient.count }
 
     // MARK: the client's side
 
-    mutating func receiveFromClient(_ bytes: [UInt8]) -> [Step] {
+    package mutating func receiveFromClient(_ bytes: [UInt8]) -> [Step] {
         guard !bytes.isEmpty else { return [] }
         var answered: [Step] = []
         if clientAnswer.answer == nil, let answer = clientAnswer.feed(bytes), watchingClient {
@@ -131,13 +141,13 @@ package struct TLSInspection {
         return [.note(problem)]
     }
 
-    mutating func clientEnded(failed: Bool) -> [Step] {
+    package mutating func clientEnded(failed: Bool) -> [Step] {
         [.ended(failed ? "the client connection failed during the TLS handshake" : "the client closed during the TLS handshake",
                 origin: false)]
     }
 
     /// SNI must name the host the CONNECT named (the decision was made for that host).
-    static func sniMismatch(_ serverName: String?, _ destination: Destination) -> String? {
+    package static func sniMismatch(_ serverName: String?, _ destination: Destination) -> String? {
         guard let serverName else { return nil }
         let sni = serverName.lowercased()
         let named = destination.host.description
@@ -150,7 +160,7 @@ package struct TLSInspection {
 
     // MARK: the origin's side
 
-    mutating func receiveFromOrigin(_ bytes: [UInt8], ended: Bool) -> [Step] {
+    package mutating func receiveFromOrigin(_ bytes: [UInt8], ended: Bool) -> [Step] {
         if released {
             toClient += bytes
             return []
@@ -262,7 +272,7 @@ package struct TLSInspection {
     // MARK: verdicts
 
     /// The certificate verdict is in (at once from the cache, or later from the pool).
-    mutating func apply(_ judgement: ServerJudgement) -> [Step] {
+    package mutating func apply(_ judgement: ServerJudgement) -> [Step] {
         waitingForJudgement = false
         var steps: [Step] = []
         if let refusal = Self.refusal(judgement) { steps.append(refusal) }
@@ -272,7 +282,7 @@ package struct TLSInspection {
     }
 
     /// A verdict that blocks, as a refusal.
-    static func refusal(_ judgement: ServerJudgement) -> Step? {
+    package static func refusal(_ judgement: ServerJudgement) -> Step? {
         guard let blocking = judgement.blocking else { return nil }
         return .refuse(.block(Reason(rawValue: blocking.reason) ?? .upstreamTLS, message: blocking.message,
                               rule: blocking.rule), blocking.alert)
@@ -281,7 +291,7 @@ package struct TLSInspection {
     /// Clears every held server byte for the client and stops holding them. Unless told otherwise,
     /// the client's answer to a flight that carries the server's certificate is then watched for
     /// (`watchingClient`).
-    mutating func release(watchingClient watch: Bool = true) -> [Step] {
+    package mutating func release(watchingClient watch: Bool = true) -> [Step] {
         released = true
         waitingForJudgement = false
         toClient += heldFromServer
@@ -304,11 +314,11 @@ package struct TLSInspection {
 
     /// The watch for the client's answer ends without one (the handshake took too long): the tunnel
     /// goes to the relay as it is.
-    mutating func stopWatchingClient() {
+    package mutating func stopWatchingClient() {
         watchingClient = false
     }
 }
 
 extension TLSInspection.Step {
-    var isJudgement: Bool { if case .judge = self { true } else { false } }
+    package var isJudgement: Bool { if case .judge = self { true } else { false } }
 }

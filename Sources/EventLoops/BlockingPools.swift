@@ -1,5 +1,3 @@
-import EventLoops
-
 /// The proxy's blocking work, each kind on a bounded pool of its own, so that no kind of slow work can
 /// delay another: a slow origin's probes never hold up a certificate verdict, and a burst of
 /// password hashes never holds up either. Names are resolved by c-ares on a loop and need no pool.

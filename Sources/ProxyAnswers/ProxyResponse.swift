@@ -8,7 +8,7 @@ package enum ProxyResponse {
     /// a redirect (308 to the https URL), the proxy's own error answer, or an origin failure (502/504
     /// naming its cause in `X-ATS-Reason`). Every one carries `proxyStatus`, the Proxy-Status field
     /// (RFC 9209) that says atsgate answered and why.
-    static func render(_ verdict: Verdict, decisionMessage: @autoclosure () -> String?, keepAlive: Bool,
+    package static func render(_ verdict: Verdict, decisionMessage: @autoclosure () -> String?, keepAlive: Bool,
                        proxyStatus: String) -> [UInt8] {
         let status = ("Proxy-Status", proxyStatus)
         switch verdict {
@@ -46,11 +46,11 @@ package enum ProxyResponse {
     }
 
     /// The answer to a CONNECT once the origin (or the parent's tunnel to it) is connected.
-    static func connectEstablished(proxyStatus: String) -> [UInt8] {
+    package static func connectEstablished(proxyStatus: String) -> [UInt8] {
         Array("HTTP/1.1 200 Connection Established\r\nProxy-Status: \(proxyStatus)\r\n\r\n".utf8)
     }
 
-    static let usagePage = """
+    package static let usagePage = """
         This is atsgate, an HTTP proxy that enforces Apple's App Transport Security policy.
         Use it as your HTTP proxy instead of requesting it directly, for example:
           curl -x http://HOST:PORT https://example.com/

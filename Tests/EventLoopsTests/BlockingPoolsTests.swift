@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import EventLoops
-@testable import ProxyCore
 
 /// Each kind of blocking work has its own pool: with every probe thread held up (a slow origin) and
 /// more probes queued, a password check and a certificate evaluation still run at once, and the

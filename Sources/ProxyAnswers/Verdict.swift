@@ -27,7 +27,7 @@ package enum Verdict {
     case fail(Reason, status: Int, message: String, answer: NextHopAnswer = .none)
 
     /// The HTTP status the client gets when the verdict is answered over HTTP.
-    var status: Int {
+    package var status: Int {
         switch self {
         case .allow, .upgrade, .serve: 200
         case .block: 403
@@ -38,7 +38,7 @@ package enum Verdict {
         }
     }
 
-    var action: RecordAction {
+    package var action: RecordAction {
         switch self {
         case .allow, .serve: .allow
         case .block, .challenge, .throttle: .block
@@ -58,5 +58,5 @@ package enum Delivery {
     case alert(AlertDescription, recordVersion: UInt16)
     case cut
 
-    static let close = Delivery.http(keepAlive: false)
+    package static let close = Delivery.http(keepAlive: false)
 }

@@ -4,7 +4,7 @@ import POSIX
 import Testing
 @testable import HTTP1
 @testable import DecisionLog
-@testable import ProxyCore
+@testable import ProxyAnswers
 
 /// Proxy-Status (RFC 9209) as the proxy writes it: every reason has an error type of the RFC's
 /// registry, and the README's table says the same as the code. The field's syntax is checked by a

@@ -1,7 +1,7 @@
 import ATSPolicy
 import Testing
 @testable import DecisionLog
-@testable import ProxyCore
+@testable import ProxyAnswers
 
 /// Outcomes are one enum each: every ATS reason has its case, and the actions are INTERFACE.md's four.
 @Suite struct VerdictTests {

@@ -11,24 +11,34 @@ import POSIX
 package final class CertificateVerdictCache: Sendable {
     /// TLS 1.3 verdicts are keyed by host (the SNI), upstream address and requirements; wire verdicts
     /// (TLS 1.2 and below) by host, requirements and the chain itself.
-    struct Key: Hashable, Sendable {
-        var host: String
-        var address: SocketAddress?
-        var requirements: Requirements
-        var pin: PinnedDomain?
-        var chain: [[UInt8]]
+    package struct Key: Hashable, Sendable {
+        package var host: String
+        package var address: SocketAddress?
+        package var requirements: Requirements
+        package var pin: PinnedDomain?
+        package var chain: [[UInt8]]
         /// SCTs the ServerHello carried (they count for R16).
-        var scts: [[UInt8]] = []
+        package var scts: [[UInt8]] = []
+
+        package init(host: String, address: SocketAddress?, requirements: Requirements, pin: PinnedDomain?,
+                     chain: [[UInt8]], scts: [[UInt8]] = []) {
+            self.host = host
+            self.address = address
+            self.requirements = requirements
+            self.pin = pin
+            self.chain = chain
+            self.scts = scts
+        }
     }
 
     private struct Entry {
-        var judgement: ServerJudgement
-        var expires: Double
+        package var judgement: ServerJudgement
+        package var expires: Double
     }
 
     private struct State {
-        var entries: [Key: Entry] = [:]
-        var waiting: [Key: [(EventLoop, (ServerJudgement) -> Void)]] = [:]
+        package var entries: [Key: Entry] = [:]
+        package var waiting: [Key: [(EventLoop, (ServerJudgement) -> Void)]] = [:]
     }
 
     private let state = Mutex(State())
@@ -37,31 +47,32 @@ package final class CertificateVerdictCache: Sendable {
 
     /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
     /// trust store or the pins may have changed).
-    private let daemon: DaemonState
+    /// Lookups answered from the cache and those computed, counted across reloads (the daemon's).
+    private let counters: VerdictCounters
 
-    init(capacity: Int, timeToLive: Double, daemon: DaemonState) {
+    package init(capacity: Int, timeToLive: Double, counters: VerdictCounters) {
         self.capacity = capacity
         self.timeToLive = timeToLive
-        self.daemon = daemon
+        self.counters = counters
     }
 
     /// The fresh verdict for `key`, counted as a hit; nil (not counted) when there is none.
-    func lookup(_ key: Key) -> ServerJudgement? {
+    package func lookup(_ key: Key) -> ServerJudgement? {
         let time = monotonic()
         let found = state.withLock { state -> ServerJudgement? in
             guard let entry = state.entries[key], entry.expires > time else { return nil }
             return entry.judgement
         }
-        if found != nil { daemon.verdictHits.add(1, ordering: .relaxed) }
+        if found != nil { counters.hits.add(1, ordering: .relaxed) }
         return found
     }
 
     /// Computes the verdict on `pool`, off the loops (once per key at a time), and calls `completion`
     /// on `loop`.
-    func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
+    package func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
                  completion: @escaping (ServerJudgement) -> Void) {
         nonisolated(unsafe) let completion = completion
-        daemon.verdictMisses.add(1, ordering: .relaxed)
+        counters.misses.add(1, ordering: .relaxed)
         let first = state.withLock { state -> Bool in
             let isFirst = state.waiting[key] == nil
             state.waiting[key, default: []].append((loop, completion))
@@ -89,4 +100,13 @@ package final class CertificateVerdictCache: Sendable {
             }
         }
     }
+}
+
+/// How many certificate verdict lookups the cache answered and how many it had to compute; kept by
+/// the daemon so that they survive reloads (each generation has a cache of its own).
+package final class VerdictCounters: Sendable {
+    package let hits = Atomic<Int>(0)
+    package let misses = Atomic<Int>(0)
+
+    package init() {}
 }

@@ -8,16 +8,16 @@ import HTTP1
 /// (`details="cleartext-http R10"`), and what the next hop said (`rcode`, `received-status`, and
 /// `next-hop` naming the parent proxy that failed).
 package struct ProxyStatus: Equatable {
-    var error: ProxyErrorType?
-    var details: String?
-    var nextHop: String?
-    var receivedStatus: Int?
-    var rcode: String?
+    package var error: ProxyErrorType?
+    package var details: String?
+    package var nextHop: String?
+    package var receivedStatus: Int?
+    package var rcode: String?
 
     /// A member with no parameters: the CONNECT 200, which says only who answered.
-    static let bare = ProxyStatus()
+    package static let bare = ProxyStatus()
 
-    init(error: ProxyErrorType? = nil, details: String? = nil, nextHop: String? = nil, receivedStatus: Int? = nil,
+    package init(error: ProxyErrorType? = nil, details: String? = nil, nextHop: String? = nil, receivedStatus: Int? = nil,
          rcode: String? = nil) {
         self.error = error
         self.details = details
@@ -27,7 +27,7 @@ package struct ProxyStatus: Equatable {
     }
 
     /// The field for `verdict`'s answer, with what `record` knows: the rule that decided and the parent.
-    init(_ verdict: Verdict, record: DecisionRecord) {
+    package init(_ verdict: Verdict, record: DecisionRecord) {
         switch verdict {
         case .allow, .upgrade:
             self.init()
@@ -58,13 +58,13 @@ package struct ProxyStatus: Equatable {
 
     /// `cleartext-http R10`: the reason, and the rule for an ATS reason (the proxy's own reasons have
     /// none of their own; the decision's rule would only say why the destination was allowed).
-    static func details(_ reason: Reason, rule: String?) -> String {
+    package static func details(_ reason: Reason, rule: String?) -> String {
         guard case .ats = reason, let rule else { return reason.rawValue }
         return reason.rawValue + " " + rule
     }
 
     /// The field's value for a proxy named `name`: one list member with its parameters.
-    func value(name: ProxyName) -> String {
+    package func value(name: ProxyName) -> String {
         var text = name.member
         if let error { text += "; error=" + error.rawValue }
         if let nextHop { text += "; next-hop=" + StructuredField.tokenOrString(nextHop) }

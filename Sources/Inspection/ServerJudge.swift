@@ -9,18 +9,18 @@ package struct ServerJudge: Sendable {
     /// The system store, loaded once, for configurations without --ca-file.
     private static let systemStore: TrustStore? = try? TrustStore()
 
-    let store: TrustStore?
+    package let store: TrustStore?
     /// R16 (`--certificate-transparency`, `--ct-log-list`); nil when off.
-    let transparency: TransparencyCheck?
+    package let transparency: TransparencyCheck?
 
-    init(store: TrustStore?, transparency: TransparencyCheck? = nil) {
+    package init(store: TrustStore?, transparency: TransparencyCheck? = nil) {
         self.store = store ?? ServerJudge.systemStore
         self.transparency = transparency
     }
 
     /// R15, R15a, R16 and R17 on the chain a TLS 1.2-or-lower server sent, with the SCTs its
     /// ServerHello carried.
-    func evaluate(chain: [[UInt8]], scts: [[UInt8]] = [], host: String, requirements: Requirements,
+    package func evaluate(chain: [[UInt8]], scts: [[UInt8]] = [], host: String, requirements: Requirements,
                   pin: PinnedDomain?) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
         let presented = transparency == nil ? [] : scts.map { PresentedSCT(source: .tlsExtension, bytes: $0) }
@@ -32,7 +32,7 @@ package struct ServerJudge: Sendable {
     /// R15/R17 by a handshake of our own with the same address and server name (TLS 1.3, resumption).
     /// Through a parent proxy, `address` is the parent's, `port` the origin's, and the probe asks the
     /// parent to CONNECT as the tunnel did.
-    func probe(address: SocketAddress, port: Int, tunnel: ProbeTunnel?, serverName: String?, host: String,
+    package func probe(address: SocketAddress, port: Int, tunnel: ProbeTunnel?, serverName: String?, host: String,
                requirements: Requirements, pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
         let target = ProbeTarget(host: serverName ?? host, port: port, addresses: [address.ip.description], tunnel: tunnel)
@@ -56,7 +56,7 @@ package struct ServerJudge: Sendable {
 }
 
 extension ServerJudgement {
-    init(_ verdict: CertificateVerdict) {
+    package init(_ verdict: CertificateVerdict) {
         self.init()
         if let leaf = verdict.leaf {
             certificate = LoggedCertificate(subject: leaf.subject, issuer: leaf.issuer, key: leaf.key.description,

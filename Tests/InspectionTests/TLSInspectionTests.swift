@@ -3,7 +3,8 @@ import Testing
 import TestSupport
 import TLSWire
 @testable import HTTP1
-@testable import ProxyCore
+@testable import Inspection
+import ProxyAnswers
 
 /// The watched handshake as a value: real captured handshakes go in, in one piece or byte by byte, and
 /// the steps that come out are asserted with no socket anywhere.
