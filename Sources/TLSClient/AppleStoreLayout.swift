@@ -1,3 +1,4 @@
+import AppleTrustStore
 import Foundation
 
 /// A trust store in the layout of Apple's security_certificates project, read from a directory
