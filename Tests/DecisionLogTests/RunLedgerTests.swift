@@ -170,10 +170,15 @@ import Testing
         }
         #expect(sink.state.droppedTotal > 0)
         log.resume()
+        sink.drain(within: 30)
         clock.advance(by: 10)
         sink.drain(within: 30)
-        let checkpoint = try #require(log.records.last { $0["ledger"] == "run-checkpoint" })
-        let decisions = log.records.filter { $0["ledger"] == nil && $0["reason"] != "log-overflow" }.count
+        let written = log.records
+        let at = try #require(written.lastIndex { $0["ledger"] == "run-checkpoint" })
+        let checkpoint = written[at]
+        let decisions = written.filter { $0["ledger"] == nil && $0["reason"] != "log-overflow" }.count
+        #expect(written[..<at].filter { $0["ledger"] == nil && $0["reason"] != "log-overflow" }.count == decisions,
+                "everything was written before the clock moved")
         #expect(Int(checkpoint["records"] ?? "") == decisions)
         #expect(Int(checkpoint["dropped"] ?? "") == sink.state.droppedTotal)
         #expect(decisions + sink.state.droppedTotal == 200)
