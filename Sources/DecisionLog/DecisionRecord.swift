@@ -72,8 +72,13 @@ package struct DecisionRecord {
     /// The reason code as logged, if any.
     package var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
 
-    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
-    package var loggedRule: String? { rule?.rawValue ?? decision?.rule }
+    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
+    /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
+    /// rule decided (the lookup's would only say why ATS allowed the destination).
+    package var loggedRule: String? {
+        if action == .block, let reason, !reason.isATSRule { return nil }
+        return rule?.rawValue ?? decision?.rule
+    }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
