@@ -13,6 +13,12 @@ package struct DecisionRecord {
     package var client: SocketAddress
     package var method: String
     package var decision: Decision?
+    /// What the request named, known before any decision: the record of a request refused before its
+    /// policy decided (`no-policy`) still says where it was going.
+    package var target: Destination?
+    /// No policy was chosen for the request (`no-policy`): its `policy` and `app` are null, not the
+    /// configuration's first policy.
+    package var unrouted = false
     /// Set by `ProxyConnection.enforce` and `recordFailure` only (scripts/check-record-writers holds
     /// the rule); else the decision's.
     package var action: RecordAction?
@@ -84,12 +90,12 @@ package struct DecisionRecord {
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
-        let destination = decision?.destination
+        let destination = decision?.destination ?? target
         fields.time("time", time)
         // This process's run (RunLedger.swift): which run a record belongs to, for the report.
         fields.string("run", LogRun.id)
         fields.address("client", client)
-        fields.string("policy", self.policy ?? policy)
+        fields.string("policy", unrouted ? nil : self.policy ?? policy)
         fields.string("method", method)
         fields.string("scheme", destination?.scheme.rawValue)
         fields.host("host", destination?.host)
@@ -149,7 +155,7 @@ package struct DecisionRecord {
     /// The text log's line; `run` (the text sink's) is said after the counts, the journal's MESSAGE
     /// leaves it to its ATS_RUN field.
     package func text(policy: String, run: String? = nil) -> String {
-        let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
+        let target = (decision?.destination ?? self.target).map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
         var line = "\(DecisionRecord.timestamp(time)) \(client)"
