@@ -32,10 +32,11 @@ extension Report {
                 + "\(counts.absent) absent</p>"
         }
         out += "</header>\n"
-        for input in incompleteInputs {
-            out += "<p class=\"incomplete\"><b>Incomplete evidence</b> \(HTMLPage.escape(input.incompleteDescription))"
+        for line in incompleteDescriptions {
+            out += "<p class=\"incomplete\"><b>Incomplete evidence</b> \(HTMLPage.escape(line))"
                 + (settings.allowIncomplete ? " (judged anyway: --allow-incomplete)" : "") + "</p>\n"
         }
+        for note in runNotes { out += "<p class=\"note\">\(HTMLPage.escape(note))</p>\n" }
 
         out += "<section class=\"charts\">\n"
         out += "<figure><figcaption>Decisions over time</figcaption>\(HTMLCharts.timeline(summary.buckets))</figure>\n"

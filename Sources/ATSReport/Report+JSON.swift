@@ -36,8 +36,14 @@ extension Report {
                     ("creator", .optional(input.creator)),
                     ("log_overflow_records", .int(input.overflowRecords)),
                     ("dropped", .int(input.dropped)),
-                ])
+                ] + (summary.hasLedger ? [("ledger_records", .int(input.ledgerRecords))] : []))
             })),
+        ] + (summary.hasLedger ? [
+            // Only for logs with a run ledger: older logs' reports stay as they were.
+            ("incomplete_runs", .int(incompleteRuns.count)),
+            ("runs", runsJSON),
+            ("run_notes", .array(runNotes.map(JSONValue.string))),
+        ] : []) + [
             ("apps", apps),
         ])
     }

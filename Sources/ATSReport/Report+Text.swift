@@ -12,7 +12,8 @@ extension Report {
             if let creator = input.creator { out += "  \(input.path): HAR written by \(creator), \(input.lines) entries\n" }
             if let skipped = input.skippedDescription { out += "  \(skipped)\n" }
         }
-        for input in incompleteInputs { out += "  INCOMPLETE: \(input.incompleteDescription)\n" }
+        for line in incompleteDescriptions { out += "  INCOMPLETE: \(line)\n" }
+        for note in runNotes { out += "  note: \(note)\n" }
         if let baseline = settings.baseline {
             let counts = baselineCounts
             out += "  baseline \(baseline.path): \(counts.new) new, \(counts.unchanged) unchanged, \(counts.absent) absent\n"
@@ -49,7 +50,13 @@ extension Report {
             text += "; \(classical) not quantum-secure (required)"
         }
         if isIncomplete {
-            text += "; INCOMPLETE: \(missingDecisions) decision\(missingDecisions == 1 ? "" : "s") missing from the logs"
+            var parts: [String] = []
+            if !incompleteInputs.isEmpty {
+                parts.append("\(missingDecisions) decision\(missingDecisions == 1 ? "" : "s") missing from the logs")
+            }
+            let runs = incompleteRuns.count
+            if runs > 0 { parts.append("\(runs) run\(runs == 1 ? "" : "s") ended without a run-stop") }
+            text += "; INCOMPLETE: " + parts.joined(separator: "; ")
         }
         return text
     }

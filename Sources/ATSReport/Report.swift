@@ -135,7 +135,8 @@ public struct ReportSettings: Sendable {
     public var requireQuantumSecure = false
     /// `--baseline`: only findings it does not have count.
     public var baseline: Baseline?
-    /// `--allow-incomplete`: logs that lost decisions are judged anyway (still shown, never an error).
+    /// `--allow-incomplete`: logs that lost decisions, or whose runs ended without their run-stop,
+    /// are judged anyway (still shown, never an error).
     public var allowIncomplete = false
 
     public init(consolidate: Bool = false, requireQuantumSecure: Bool = false, baseline: Baseline? = nil,
@@ -174,7 +175,13 @@ public struct Report: Sendable {
     /// The logs that lost decisions (`log-overflow` records), and how many in all.
     public var incompleteInputs: [InputStats] { summary.inputs.filter { $0.overflowRecords > 0 || $0.dropped > 0 } }
     public var missingDecisions: Int { summary.inputs.reduce(0) { $0 + $1.dropped } }
-    public var isIncomplete: Bool { !incompleteInputs.isEmpty }
+    /// Decisions are or may be missing: `log-overflow` records, or runs without their run-stop.
+    public var isIncomplete: Bool { !incompleteInputs.isEmpty || !incompleteRuns.isEmpty }
+
+    /// Every reason the evidence is incomplete, one line each (the logs' losses, then the runs').
+    public var incompleteDescriptions: [String] {
+        incompleteInputs.map(\.incompleteDescription) + incompleteRuns.map(\.incompleteDescription)
+    }
 
     /// Judges `summary` app by app under the matching policies.
     public init(summary: TrafficSummary, policies: [ReportPolicy], options: EngineOptions,

@@ -92,6 +92,8 @@ package struct DecisionRecord {
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
         let destination = decision?.destination ?? target
         fields.time("time", time)
+        // This process's run (RunLedger.swift): which run a record belongs to, for the report.
+        fields.string("run", LogRun.id)
         fields.address("client", client)
         fields.string("policy", unrouted ? nil : self.policy ?? policy)
         fields.string("method", method)
@@ -150,7 +152,9 @@ package struct DecisionRecord {
         return .object(object.fields)
     }
 
-    package func text(policy: String) -> String {
+    /// The text log's line; `run` (the text sink's) is said after the counts, the journal's MESSAGE
+    /// leaves it to its ATS_RUN field.
+    package func text(policy: String, run: String? = nil) -> String {
         let target = (decision?.destination ?? self.target).map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
@@ -167,6 +171,7 @@ package struct DecisionRecord {
         if let tlsVersion { line += " \(tlsVersion)" }
         if let cipher { line += " \(cipher)" }
         line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
+        if let run { line += " run=\(run)" }
         if let text = message ?? decision?.message {
             // One record, one line: a policy value with a newline must not split it.
             line += ": " + text.replacing("\n", with: "\\n")

@@ -23,7 +23,7 @@ package final class RecordFormatter: Sendable {
         case .json:
             appendJSON(record, to: &batch.lines)
         case .text:
-            batch.lines += record.text(policy: policy).utf8
+            batch.lines += record.text(policy: policy, run: LogRun.id).utf8
         case .journal:
             guard sink.structured != nil else {
                 // No journal wired in (a library user): fall back to JSON lines.

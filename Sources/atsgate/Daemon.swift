@@ -19,6 +19,9 @@ struct Daemon {
     var observer: (any DecisionObserver)?
     /// Seconds open connections get to finish after SIGTERM.
     var gracePeriod = 10.0
+    /// The process this one took over from (an upgrade): its run, PID and version, which this run's
+    /// `run-start` names so that the report counts the old run as continued (RunLedger.swift).
+    var predecessor: RunPeer?
     /// The configuration a SIGHUP switches to, built off the event loops; a throw keeps the running
     /// one. `atsgate run` reads its config file and flags again; by default the same configuration
     /// comes back as a new generation.
@@ -77,6 +80,7 @@ struct Daemon {
         ProxyServer.version = AtsgateVersion.string
         let loops = server.loopAllowance
         ServiceManager.say("\(loops.count) event loop\(loops.count == 1 ? "" : "s"): \(loops.source)")
+        server.startRun(predecessor: predecessor)
         server.start()
         admin?.start()
         return Running(server: server, admin: admin,

@@ -20,7 +20,8 @@ struct ReportCommand: ParsableCommand {
             (an earlier --format json report) only findings it does not have count. Exit status: 0 when \
             nothing new was or would be blocked, 1 when something was or would be (or, for plist, the \
             suggestion could not be proven), 2 when an input cannot be read or a log lost decisions \
-            (log-overflow records) without --allow-incomplete.
+            (log-overflow records, or a run of the daemon that ended without its run-stop record: \
+            killed) without --allow-incomplete.
             """
     )
 
@@ -57,7 +58,7 @@ struct ReportCommand: ParsableCommand {
                                           + "NSIncludesSubdomains where several subdomains need the same key."))
     var consolidate = false
 
-    @Flag(name: .long, help: "Judge logs that lost decisions (log-overflow records) instead of exiting 2; the report still says how many are missing.")
+    @Flag(name: .long, help: "Judge logs that lost decisions (log-overflow records, runs without their run-stop) instead of exiting 2; the report still says what is missing.")
     var allowIncomplete = false
 
     @Flag(name: .long, help: "A server that answered a post-quantum key exchange offer with a classical group fails the gate.")
@@ -122,7 +123,7 @@ struct ReportCommand: ParsableCommand {
         try output.close()
         if report.isIncomplete, !allowIncomplete {
             // The artefacts are written (they say so too); the gate must not pass on part of the evidence.
-            let logs = report.incompleteInputs.map(\.incompleteDescription).joined(separator: "; ")
+            let logs = report.incompleteDescriptions.joined(separator: "; ")
             throw CommandFailure(message: "incomplete evidence: \(logs); --allow-incomplete judges the rest anyway")
         }
         guard failOn == .block else { return }

@@ -188,7 +188,8 @@ import TestSupport
         #expect(json.lines.last == 0x0A)
 
         let text = String(decoding: record.batch(format: .text, structured: false).lines, as: UTF8.self)
-        #expect(text == "2026-11-18T11:06:40.500Z - ERROR log-overflow dropped=3: 3 decision records were not written: a full disk\n")
+        #expect(text == "2026-11-18T11:06:40.500Z - ERROR log-overflow dropped=3 run=\(LogRun.id): 3 decision records were not "
+                + "written: a full disk\n")
 
         let journal = try #require(record.batch(format: .journal, structured: true).entries.first)
         #expect(journal.priority == 4)

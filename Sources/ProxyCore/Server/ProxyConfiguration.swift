@@ -90,6 +90,8 @@ public struct ProxyConfiguration: Sendable {
         public var overflow: LogOverflow = .drop
         /// `--log-buffer`: bytes of records the log holds for a slow reader before it overflows.
         public var bufferBytes = LogSink.defaultCapacity
+        /// `--log-checkpoint`: seconds between the run ledger's checkpoints; 0, none.
+        public var checkpointSeconds = 10
 
         public init() {}
     }
