@@ -33,6 +33,12 @@ package struct DecisionRecord {
     package var certificate: LoggedCertificate?
     /// Certificate findings tolerated because the host allows cleartext (R15).
     package var toleratedFindings: [String] = []
+    /// The certificate the deciding certificate finding is about (0 = the leaf): `certificate_depth`,
+    /// written only on a certificate failure.
+    package var certificateDepth: Int?
+    /// The caIssuers URL(s) the chain was completed from (`aia_fetched`): written, null when none was
+    /// needed, on every record whose certificate was judged.
+    package var aiaFetched: String?
     package var bytesUp = 0
     package var bytesDown = 0
     package var durationMilliseconds = 0.0
@@ -128,6 +134,8 @@ package struct DecisionRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
+        if let certificateDepth { fields.int("certificate_depth", certificateDepth) }
+        if certificate != nil || aiaFetched != nil { fields.string("aia_fetched", aiaFetched) }
         if let rule = loggedRule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }
