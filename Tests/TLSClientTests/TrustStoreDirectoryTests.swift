@@ -91,6 +91,46 @@ import TLSClient
         #expect(verdict.findings == [])
     }
 
+    /// distrust.json, atsgate's addition to Apple's layout, in the test's words: root-distrusted for
+    /// certificates issued after the day before yesterday.
+    static func distrustJSON(issuedAfter: String? = nil) throws -> String {
+        let root = try TestTrustStore.manifest("root-distrusted")
+        let day = issuedAfter ?? String(ISO8601DateFormatter().string(from: Date().addingTimeInterval(-2 * 86_400)).prefix(10))
+        return #"{"distrusted": [{"name": "atsgate Distrusted Root", "certificate_sha256": "\#(root.sha256)", "#
+            + #""spki_sha256": "\#(root.spki)", "issued_after": "\#(day)", "source": "make-trust-store.py"}]}"#
+    }
+
+    @Test func aDirectorysDistrustFileReplacesApplesTable() throws {
+        let copy = try Copy()
+        try copy.write("distrust.json", try Self.distrustJSON())
+        let store = try TrustStore(.directory(copy.path))
+        let verdict = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
+                                                    requirements: .full, pin: nil, store: store)
+        #expect(verdict.findings.map(\.reason) == [.certificateDistrusted])
+        #expect(verdict.certificateDepth == 2)
+        #expect(verdict.distrust?.source == "make-trust-store.py")
+        // Issued before the day: trusted still, as Apple keeps such certificates working until they expire.
+        try copy.write("distrust.json", try Self.distrustJSON(issuedAfter: "2099-01-01"))
+        let later = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
+                                                  requirements: .full, pin: nil, store: try TrustStore(.directory(copy.path)))
+        #expect(later.findings == [])
+    }
+
+    @Test(arguments: [
+        (#"[]"#, "distrusted", "expected an object with a \"distrusted\" array"),
+        (#"{"distrusted": [7]}"#, "distrusted[0]", "expected an object"),
+        (#"{"distrusted": [{"issued_after": "2024-11-15"}]}"#, "distrusted[0].certificate_sha256", "missing"),
+        (#"{"distrusted": [{"certificate_sha256": "ABC", "issued_after": "2024-11-15"}]}"#,
+         "distrusted[0].certificate_sha256", "expected a SHA-256 in hex (64 digits)"),
+        (#"{"distrusted": [{"certificate_sha256": "\#(String(repeating: "AB", count: 32))", "issued_after": "15 Nov 2024"}]}"#,
+         "distrusted[0].issued_after", "expected a day, YYYY-MM-DD"),
+    ])
+    func aBrokenDistrustFileIsNamedWithItsKey(text: String, key: String, problem: String) throws {
+        let copy = try Copy()
+        try copy.write("distrust.json", text)
+        #expect(try copy.error().description == "trust store \(copy.path)/distrust.json: \(key): \(problem)")
+    }
+
     // MARK: bad input
 
     @Test func aMissingDirectoryIsNamed() throws {
