@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+import TestSupport
 import TLSClient
 
 /// `--trust-store DIR`: a directory in the layout of Apple's security_certificates project, and what
@@ -91,18 +92,9 @@ import TLSClient
         #expect(verdict.findings == [])
     }
 
-    /// distrust.json, atsgate's addition to Apple's layout, in the test's words: root-distrusted for
-    /// certificates issued after the day before yesterday.
-    static func distrustJSON(issuedAfter: String? = nil) throws -> String {
-        let root = try TestTrustStore.manifest("root-distrusted")
-        let day = issuedAfter ?? String(ISO8601DateFormatter().string(from: Date().addingTimeInterval(-2 * 86_400)).prefix(10))
-        return #"{"distrusted": [{"name": "atsgate Distrusted Root", "certificate_sha256": "\#(root.sha256)", "#
-            + #""spki_sha256": "\#(root.spki)", "issued_after": "\#(day)", "source": "make-trust-store.py"}]}"#
-    }
-
     @Test func aDirectorysDistrustFileReplacesApplesTable() throws {
         let copy = try Copy()
-        try copy.write("distrust.json", try Self.distrustJSON())
+        try copy.write("distrust.json", try AppleLayoutTestStore.distrustJSON())
         let store = try TrustStore(.directory(copy.path))
         let verdict = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
                                                     requirements: .full, pin: nil, store: store)
@@ -110,7 +102,7 @@ import TLSClient
         #expect(verdict.certificateDepth == 2)
         #expect(verdict.distrust?.source == "make-trust-store.py")
         // Issued before the day: trusted still, as Apple keeps such certificates working until they expire.
-        try copy.write("distrust.json", try Self.distrustJSON(issuedAfter: "2099-01-01"))
+        try copy.write("distrust.json", try AppleLayoutTestStore.distrustJSON(issuedAfter: "2099-01-01"))
         let later = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
                                                   requirements: .full, pin: nil, store: try TrustStore(.directory(copy.path)))
         #expect(later.findings == [])
