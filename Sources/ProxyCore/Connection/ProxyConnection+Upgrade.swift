@@ -84,8 +84,7 @@ extension ProxyConnection {
             }
             let verdict = tls.evaluatePeer(host: host, pin: upgrade.decision.pin, transparency: generation.judge.transparency)
             let judgement = ServerJudgement(verdict)
-            record.certificate = judgement.certificate
-            record.toleratedFindings = judgement.tolerated
+            record.noteCertificate(judgement)
             if let refusal = judgement.blocking {
                 return upgradeFailed(reason: refusal.reason, message: refusal.message, rule: refusal.rule)
             }
