@@ -38,6 +38,13 @@ extension Report {
                     ("dropped", .int(input.dropped)),
                 ])
             })),
+            ("system", .array(system.map { traffic in
+                .object([
+                    ("url", .string(traffic.url)),
+                    ("records", .int(traffic.records)),
+                    ("reasons", .object(traffic.reasons.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                ])
+            })),
             ("apps", apps),
         ])
     }
