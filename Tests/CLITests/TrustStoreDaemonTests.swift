@@ -145,6 +145,42 @@ import TestSupport
         #expect(refused["aia_fetched"] is NSNull)
     }
 
+    @Test func theUpgradePathCompletesAnIncompleteChainToo() throws {
+        let server = try AIAServer.shared.get()
+        let store = try StoreCopy()
+        let leaves = try AppleLayoutTestStore.path("aia-leaves")
+        let origin = try ChainOrigin(certificate: leaves + "/aia-two.pem", key: leaves + "/aia-two.key", chain: nil)
+        let daemon = try Self.daemon(store: store.path, port: origin.port,
+                                     ["--certificate-transparency", "off", "--cleartext", "upgrade",
+                                      "--upgrade-port", "8080=\(origin.port)"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "http://127.0.0.1:8080/"])
+        #expect(run.stdout == "ok from tls_origin\n", "\(run.stdout)\(run.stderr)")
+        let record = try #require(try daemon.stop().records.first)
+        #expect(record["action"] as? String == "upgrade", "\(record["message"] ?? "")")
+        // The first URL answers 404; the second gives the intermediate.
+        #expect(record["aia_fetched"] as? String == "\(server.base)/int-a.cer")
+    }
+
+    /// The origin's network may be reachable only through the parent: the fetch goes where the tunnel
+    /// went, with the parent's credentials.
+    @Test func behindAParentTheMissingIntermediateIsFetchedThroughIt() throws {
+        let server = try AIAServer.shared.get()
+        let store = try StoreCopy()
+        let leaves = try AppleLayoutTestStore.path("aia-leaves")
+        let origin = try ChainOrigin(certificate: leaves + "/aia-redirect.pem", key: leaves + "/aia-redirect.key", chain: nil)
+        let squid = try SquidParent(connectPorts: [origin.port], user: ParentProxyTests.user)
+        let daemon = try Self.daemon(store: store.path, port: origin.port,
+                                     ["--certificate-transparency", "off",
+                                      "--parent", "http://\(ParentProxyTests.credentials)@\(squid.address)"])
+        let run = try Self.curl(daemon, port: origin.port)
+        #expect(run.stdout == "ok from tls_origin\n", "\(run.stderr)")
+        let record = try #require(try daemon.stop().records.first)
+        #expect(record["parent"] as? String == squid.address)
+        #expect(record["aia_fetched"] as? String == "\(server.base)/redirect/int-a.cer")
+        let fetch = try #require(squid.waitForAccess("GET \(server.base)/redirect/int-a.cer"), "\(squid.accessLog)")
+        #expect(fetch.contains(" lab "), "the parent saw its own user: \(fetch)")
+    }
+
     @Test func aCaIssuersURLThatFailsRefusesTheChainAndSaysWhy() throws {
         _ = try AIAServer.shared.get()
         let store = try StoreCopy()

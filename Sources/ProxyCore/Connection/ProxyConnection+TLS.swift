@@ -245,7 +245,7 @@ extension ProxyConnection {
     }
 
     /// caIssuers fetches go where the tunnel went: through its parent proxy, if any; nil when off.
-    private var issuerFetcher: AIAFetcher? {
+    var issuerFetcher: AIAFetcher? {
         generation.judge.fetcher(through: probeTunnel.map {
             AIAFetcher.Parent(host: $0.proxy.ip.description, port: $0.proxy.port, authorization: $0.authorization)
         })
