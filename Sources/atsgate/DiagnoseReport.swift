@@ -142,7 +142,7 @@ struct DiagnoseReport {
             out += "  Finding   : \(finding.reason.rawValue) (\(finding.rule.rawValue)): \(finding.message)\n"
         }
         if let depth = verdict.certificateDepth {
-            out += "  Depth     : \(depth) (certificate_depth of the first finding; 0 = the leaf)\n"
+            out += "  Depth     : \(depth) (certificate_depth: the certificate the failure is about; 0 = the leaf)\n"
         }
         return out
     }
