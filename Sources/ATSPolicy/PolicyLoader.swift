@@ -106,6 +106,11 @@ public enum PolicyLoader {
         do {
             switch format {
             case .json:
+                // The strict reader first: JSONDecoder takes a trailing comma that JSON does not allow.
+                if (try? PlistOutline(bytes: [UInt8](data), format: .json)) == nil {
+                    throw PolicyLoadError(path: origin, problem: "not a valid \(PolicyFileFormat.json.displayName)")
+                        .located(in: data, format: .json, failure: nil)
+                }
                 rootValue = try JSONDecoder().decode(PlistValue.self, from: data)
             case .xmlPlist, .binaryPlist:
                 if format == .xmlPlist, xmlNestingDepth(data) > PlistValue.maximumDepth {

@@ -7,7 +7,7 @@ extension Report {
     public var text: String {
         var out = ""
         let inputs = summary.inputs
-        out += "atsgate report: \(summary.records) records from \(inputsDescription), profile \(options.profile.rawValue)\n"
+        out += "atsgate report: \(counted(summary.records, "record")) from \(inputsDescription), profile \(options.profile.rawValue)\n"
         for input in inputs {
             if let creator = input.creator { out += "  \(input.path): HAR written by \(creator), \(input.lines) entries\n" }
             if let skipped = input.skippedDescription { out += "  \(skipped)\n" }
@@ -95,7 +95,7 @@ extension AppReport {
             let count = self.count(action)
             return count == 0 ? nil : "\(count) \(action.name)"
         }
-        out += "  \(destinations.count) destinations, \(records) records: \(counts.joined(separator: ", "))\n"
+        out += "  \(counted(destinations.count, "destination")), \(counted(records, "record")): \(counts.joined(separator: ", "))\n"
         if !undirected.isEmpty {
             let parts = undirected.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
             out += "  without a destination: \(parts.joined(separator: ", "))\n"
@@ -148,7 +148,7 @@ extension AppReport {
         out += quantumText(report)
         if suggestion.isProven {
             out += "  suggested dictionary (--format plist): \(suggestion.added.count) change(s) added, "
-                + "\(suggestion.removed.count) unused key(s) removed; proven against all \(destinations.count) destinations\n"
+                + "\(suggestion.removed.count) unused key(s) removed; proven against \(destinations.count == 1 ? "its" : "all") \(counted(destinations.count, "destination"))\n"
         } else {
             out += "  suggested dictionary (--format plist): NOT proven; still blocked under it: "
                 + suggestion.unproven.map { "\($0.url) (\($0.reasons.joined(separator: ", ")))" }.joined(separator: "; ") + "\n"
@@ -164,7 +164,7 @@ extension AppReport {
             return "  quantum-secure: not recorded (no record has key_exchange: a proxy before it, or a capture without it)\n"
         }
         let classical = quantum(.classical)
-        var out = "  quantum-secure (\(tls.count) TLS destinations): \(quantum(.postQuantum).count) post-quantum, "
+        var out = "  quantum-secure (\(counted(tls.count, "TLS destination"))): \(quantum(.postQuantum).count) post-quantum, "
             + "\(classical.count) answered a post-quantum offer with a classical group, "
             + "\(quantum(.unknown).count) never seen with an offer (unknown)\n"
         for destination in classical {

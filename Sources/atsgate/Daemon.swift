@@ -70,7 +70,9 @@ struct Daemon {
                 admin = nil
             }
         } catch {
-            throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
+            // 2, as every other reason the daemon cannot start: a supervisor or script tells "did not
+            // start" from the status alone.
+            throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 2)
         }
         ProxyServer.version = AtsgateVersion.string
         let loops = server.loopAllowance

@@ -17,8 +17,8 @@ struct RunCommand: ParsableCommand {
             them, open ones keep theirs; a broken file keeps the running state); SIGTERM stops \
             accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
             does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
-            reopens --log-file (logrotate). It exits non-zero with a one-line \
-            cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
+            reopens --log-file (logrotate). It exits 2 with a one-line cause on stderr when it cannot \
+            start (a bad flag or value, a port in use, an unreadable policy or file).
             """
     )
 

@@ -136,7 +136,7 @@ extension ProxyConnection {
         // What was read goes in read by read; the client is written to once, after the last read.
         var sendDown = false
         while true {
-            let steps: [ForwardExchange.Step]
+            let steps: ForwardExchange.Steps
             let more: Bool
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -148,7 +148,7 @@ extension ProxyConnection {
                 // poller cannot see it: TLS reads go on until they would block.
                 more = upstreamTLS != nil || n == loop.scratch.count
             case .wouldBlock?:
-                steps = []
+                steps = ForwardExchange.Steps()
                 more = false
             case .endOfFile?:
                 upstream.wantRead(false)
