@@ -45,6 +45,8 @@ import TestSupport
         let metrics = try daemon.admin("/metrics")
         #expect(metrics.contains(#"atsgate_decisions_total{app="system",action="allow",reason="system-fetch",enforced="true"} 2"#),
                 "\(metrics)")
+        let page = try daemon.admin("/")
+        #expect(page.contains(#""app":"system""#) && page.contains(#""reason":"system-fetch""#), "the live page's totals")
         let records = try daemon.stopInTimeOrder(expected: 4)
         let system = records.filter { $0["app"] as? String == "system" }
         #expect(system.count == 2)
