@@ -31,6 +31,15 @@ public enum BlockReason: String, Sendable, CaseIterable {
     case clientNotAllowed = "client-not-allowed"
     case portNotAllowed = "port-not-allowed"
     case authRequired = "auth-required"
+
+    /// The proxy's own access rules (clients, ports, logins, the SNI rule): no ATS rule decides them,
+    /// so no record or answer names one for them.
+    public var isProxyRule: Bool {
+        switch self {
+        case .clientNotAllowed, .portNotAllowed, .authRequired, .sniMismatch: true
+        default: false
+        }
+    }
 }
 
 /// The state of ATS for a destination (INTERFACE `ats`).

@@ -59,8 +59,12 @@ public struct DestinationReport: Sendable {
 
     /// Why an HTTPS destination's handshake rules could not be judged, when they could not: no
     /// handshake recorded at all, or (a HAR without the cipher) only the version. Never a silent pass.
+    /// A destination every record of which was refused before any TLS (a port off --connect-port, a
+    /// name that did not resolve) had no handshake to check: it is not listed here.
     public var notChecked: String? {
         guard traffic.scheme == Scheme.https.rawValue else { return nil }
+        let wentThrough = traffic.count(.allow) + traffic.count(.captured) + traffic.reportOnlyBlocks
+        guard wentThrough > 0 || !traffic.handshakes.isEmpty else { return nil }
         let source = traffic.count(.captured) == traffic.records ? "capture" : traffic.count(.captured) > 0 ? "capture or the log" : "log"
         if traffic.handshakes.isEmpty { return "no handshake in the \(source)" }
         if traffic.count(.captured) > 0, traffic.handshakes.allSatisfy({ $0.cipher == nil }) {

@@ -13,6 +13,12 @@ package struct DecisionRecord {
     package var client: SocketAddress
     package var method: String
     package var decision: Decision?
+    /// What the request named, known before any decision: the record of a request refused before its
+    /// policy decided (`no-policy`) still says where it was going.
+    package var target: Destination?
+    /// No policy was chosen for the request (`no-policy`): its `policy` and `app` are null, not the
+    /// configuration's first policy.
+    package var unrouted = false
     /// Set by `ProxyConnection.enforce` and `recordFailure` only (scripts/check-record-writers holds
     /// the rule); else the decision's.
     package var action: RecordAction?
@@ -78,17 +84,22 @@ package struct DecisionRecord {
     /// The reason code as logged, if any.
     package var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
 
-    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
-    package var loggedRule: String? { rule?.rawValue ?? decision?.rule }
+    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
+    /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
+    /// rule decided (the lookup's would only say why ATS allowed the destination).
+    package var loggedRule: String? {
+        if action == .block, let reason, !reason.isATSRule { return nil }
+        return rule?.rawValue ?? decision?.rule
+    }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
-        let destination = decision?.destination
+        let destination = decision?.destination ?? target
         fields.time("time", time)
         fields.address("client", client)
-        fields.string("policy", self.policy ?? policy)
+        fields.string("policy", unrouted ? nil : self.policy ?? policy)
         fields.string("method", method)
         fields.string("scheme", destination?.scheme.rawValue)
         fields.host("host", destination?.host)
@@ -148,7 +159,7 @@ package struct DecisionRecord {
     }
 
     package func text(policy: String) -> String {
-        let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
+        let target = (decision?.destination ?? self.target).map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
         var line = "\(DecisionRecord.timestamp(time)) \(client)"

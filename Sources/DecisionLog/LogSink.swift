@@ -23,6 +23,11 @@ public final class LogSink: @unchecked Sendable {
     /// 16 MiB: several seconds of records at the proxy's full rate, for a reader that pauses.
     public static let defaultCapacity = 16 << 20
 
+    /// The size at which a loop hands its batch over: 16 KiB, or a quarter of a smaller --log-buffer,
+    /// so that what the buffer holds stays within the bound the operator set (a 16 KiB batch into a
+    /// 4 KiB buffer read as 16,951 bytes buffered).
+    package var handOverSize: Int { min(LogBatch.handOverSize, writer.capacity / 4) }
+
     /// Records to `fd` (standard output by default), or journal entries to `structured` when the
     /// log's format is journal. `format` is the overflow record's (default: journal with a
     /// structured writer, else JSON); `warn` gets the operator's one-line warnings.

@@ -23,6 +23,8 @@ package final class LogWriter: @unchecked Sendable {
     private var busy = false
     /// `buffer.paused`, readable without the lock: the loops check it before each request head.
     package let paused = Atomic<Bool>(false)
+    /// `buffer.capacity`, readable without the lock (it never changes).
+    package let capacity: Int
     /// Touched by the thread only (and by `init`).
     private let output: LogOutput
     private let format: LogFormat
@@ -33,6 +35,7 @@ package final class LogWriter: @unchecked Sendable {
         self.output = output
         self.format = format
         self.warn = warn
+        self.capacity = capacity
         buffer = LogBuffer(capacity: capacity, overflow: overflow)
         let thread = Thread { [self] in run() }
         thread.name = "atsgate.log"

@@ -109,6 +109,11 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// An ATS decision, which an ATS rule (R1-R18) decided; not the proxy's own rules and failures.
+    package var isATSRule: Bool {
+        if case .ats(let reason) = self { !reason.isProxyRule } else { false }
+    }
+
     /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
     package var enforcedInReportMode: Bool {
         switch self {

@@ -208,6 +208,20 @@ import Testing
         #expect(destination.fix?.unfixable.first?.advice.contains("not an ATS decision") == true)
     }
 
+    @Test func aDestinationTheProxyRefusedBeforeTLSIsNeitherUncheckedNorUnproven() throws {
+        let app = try F.app("{}", [F.record("https", "api.example.com", 8443, action: "block", reason: "port-not-allowed",
+                                            enforced: true)])
+        let destination = try #require(app.destination("https://api.example.com:8443"))
+        #expect(destination.notChecked == nil, "no handshake was ever to be had: it is not NOT CHECKED as well")
+        #expect(app.suggestion.isProven, "a port no key changes leaves the suggested dictionary proven")
+        #expect(app.suggestion.added.isEmpty)
+    }
+
+    @Test func anAllowedTunnelWithoutAHandshakeStaysNotChecked() throws {
+        let app = try F.app("{}", [F.record("https", "api.example.com", 443)])
+        #expect(app.destination("https://api.example.com:443")?.notChecked == "no handshake in the log")
+    }
+
     @Test func unknownReasonsAndActionsAreCountedButNeverBlocks() throws {
         let app = try F.app("{}", [
             F.record("https", "api.example.com", 443, action: "error", reason: "server-alert"),

@@ -342,6 +342,8 @@ package final class ProxyConnection {
         record.route = kind
         aclIndex = route.map { $0 + 1 } ?? 0
         guard let selected else {
+            record.target = head.namedDestination
+            record.unrouted = true
             let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
             return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
                                   + "bundle is named by its \(agent); --unrouted is block"))
@@ -405,9 +407,17 @@ package final class ProxyConnection {
         case .serve:
             record.action = .allow
         case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
-            record.action = .error
-            record.reason = reason
-            record.message = message
+            if record.action == .block, record.reason?.isATSRule == true,
+               generation.configuration.mode == .report {
+                // Report mode let an ATS block through and then the origin failed: the record keeps
+                // what the gate is for (it would have been blocked) and says what followed.
+                fillDecisionMessage()
+                record.appendNote("then \(reason.rawValue): \(message)")
+            } else {
+                record.action = .error
+                record.reason = reason
+                record.message = message
+            }
         }
         switch delivery {
         case .http(let keepAlive):
@@ -480,13 +490,19 @@ package final class ProxyConnection {
         if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
-        if record.message == nil, let decision = record.decision {
-            record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
-        }
+        fillDecisionMessage()
         proxyLoop.metrics.count(record)
         generation.daemon.observer?.observe(record, policy: generation.log.policy)
         generation.daemon.decisions.add(1, ordering: .relaxed)
         generation.log.write(record, into: &proxyLoop.logBatch)
+    }
+
+    /// A record without a message of its own gets its decision's, formatted once per loop and
+    /// destination (DecisionMessages).
+    private func fillDecisionMessage() {
+        if record.message == nil, let decision = record.decision {
+            record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
+        }
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
