@@ -86,9 +86,10 @@ package struct DecisionRecord {
 
     /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
     /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
-    /// rule decided (the lookup's would only say why ATS allowed the destination).
+    /// rule decided (the lookup's would only say why ATS allowed the destination), nor for the device's
+    /// own fetch, which no app's ATS judged.
     package var loggedRule: String? {
-        if action == .block, let reason, !reason.isATSRule { return nil }
+        if action == .block || reason == .systemFetch, let reason, !reason.isATSRule { return nil }
         return rule?.rawValue ?? decision?.rule
     }
 

@@ -54,6 +54,7 @@ import TestSupport
             #expect(record["action"] as? String == "allow")
             #expect(record["reason"] as? String == "system-fetch")
             #expect(record["ats"] as? String == "off", "no app's ATS judged it")
+            #expect(record["rule"] == nil, "nor any rule")
             #expect(record["scheme"] as? String == "http")
         }
         #expect(system.map { $0["host"] as? String } == ["crt.ca.example", "ocsp.ca.example"])
