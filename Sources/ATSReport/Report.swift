@@ -8,11 +8,17 @@ public struct ReportPolicy: Sendable {
     public var source: PolicySource
     /// The file's text (XML or JSON), to locate keys for SARIF; nil for binary plists.
     public var text: String?
+    /// The app the policy is, as the proxy's records name it: the ID given, else the file's
+    /// CFBundleIdentifier, else its name. A capture without `ID=` counts under it when it is the only
+    /// policy given, so that the same app's captures (run1.har, run2.har) are one app, and a baseline
+    /// of one matches the other.
+    public var appID: String
 
-    public init(id: String?, source: PolicySource, text: String?) {
+    public init(id: String?, source: PolicySource, text: String?, appID: String? = nil) {
         self.id = id
         self.source = source
         self.text = text
+        self.appID = appID ?? id ?? (source.origin as NSString).lastPathComponent
     }
 
     /// Reads `[ID=]FILE`; the error is one line naming the file.
@@ -26,12 +32,13 @@ public struct ReportPolicy: Sendable {
         let data = try PolicyLoader.read(path: path)
         let source = try PolicyLoader.parse(data: data, origin: path)
         let text = source.format == .binaryPlist ? nil : String(data: data, encoding: .utf8)
-        return ReportPolicy(id: id, source: source, text: text)
+        return ReportPolicy(id: id, source: source, text: text, appID: PolicyLoader.appID(given: id, data: data, path: path))
     }
 
     /// Whether records logged for `app` (an app ID, or the policy path the proxy logged) are this policy's.
     func matches(_ app: String) -> Bool {
         if let id { return id == app }
+        if app == appID { return true }
         let path = source.origin
         let name = (path as NSString).lastPathComponent
         return app == path || (app as NSString).lastPathComponent == name

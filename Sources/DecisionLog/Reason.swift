@@ -134,6 +134,10 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// A failure of the origin or of the way to it (the action `error`), not a refusal: the upstream
+    /// failures, and a TLS handshake with the origin that could not be made or judged.
+    package var isFailure: Bool { isUpstreamFailure || self == .upstreamTLS || self == .upstreamTruncated }
+
     /// Reasons of a parent proxy that failed (Proxy-Status names it as the `next-hop`).
     package var isParentFailure: Bool {
         switch self {

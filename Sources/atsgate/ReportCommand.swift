@@ -11,7 +11,8 @@ struct ReportCommand: ParsableCommand {
         discussion: """
             Reads decision logs (JSON lines: files, directories, - for standard input, .gz by extension; \
             logs of several proxies merge) and HAR 1.2 captures (.har, .har.gz; ID=FILE.har counts its \
-            entries as app ID's) and says per app and destination what was or would be blocked, the \
+            entries as app ID's; without it, with one --policy, as that policy's app: its ID, its \
+            CFBundleIdentifier or its file name, as the proxy names it) and says per app and destination what was or would be blocked, the \
             narrowest change to the ATS dictionary that allows it (keys on the exact host; a parent entry \
             as the alternative) or that no key can, which keys no recorded decision used, and which servers \
             answer a post-quantum key exchange offer with a classical group. --format plist prints the \
@@ -63,7 +64,8 @@ struct ReportCommand: ParsableCommand {
     var requireQuantumSecure = false
 
     @Argument(help: ArgumentHelp("Decision logs (files, directories, - for standard input) and HAR captures (.har; "
-                                 + "ID=FILE.har for app ID); .gz is decompressed.", valueName: "log"))
+                                 + "ID=FILE.har for app ID, else the app of the one --policy, else the file's name); "
+                                 + ".gz is decompressed.", valueName: "log"))
     var logs: [String]
 
     func run() throws {
@@ -86,7 +88,9 @@ struct ReportCommand: ParsableCommand {
         }
         let summary: TrafficSummary
         do {
-            summary = try TrafficSummary.read(logs)
+            // One policy: a capture without ID= is that app's (not its file's name), so that the same app's
+            // captures are one app, and a baseline of one run matches the next.
+            summary = try TrafficSummary.read(logs, harApp: policies.count == 1 ? policies[0].appID : nil)
         } catch {
             throw CommandFailure(message: error.description)
         }

@@ -386,7 +386,9 @@ package final class ProxyConnection {
             record.message = message
             return true
         case .block(let reason, let message, let rule):
-            record.action = .block
+            // A watched handshake's probe that could not reach or judge the server refuses the tunnel
+            // as a block does, but what happened is the origin's failure, not a refusal.
+            record.action = reason.isFailure ? .error : .block
             record.reason = reason
             if let message { record.message = message }
             if let rule { record.rule = rule }

@@ -94,9 +94,8 @@ struct PolicyOptions: ParsableArguments {
         } catch {
             throw CommandFailure(message: error.description)
         }
-        let strings = AppBundles.rootStrings(data)
-        let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        return [Loaded(id: id ?? strings["CFBundleIdentifier"] ?? fileName, source: source, label: path,
+        let strings = PolicyLoader.rootStrings(data)
+        return [Loaded(id: PolicyLoader.appID(given: id, data: data, path: path), source: source, label: path,
                        executable: strings["CFBundleExecutable"], name: strings["CFBundleName"])]
     }
 
