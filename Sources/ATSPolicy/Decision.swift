@@ -24,6 +24,8 @@ public enum BlockReason: String, Sendable, CaseIterable {
     case certificateUsage = "certificate-usage"
     case certificatePin = "certificate-pin"
     case certificateTransparency = "certificate-transparency"
+    /// A CA of the chain is one Apple distrusts for certificates issued when the leaf was (R15).
+    case certificateDistrusted = "certificate-distrusted"
     /// A TLS 1.2 server without the extended master secret (R18, system connections).
     case extendedMasterSecret = "extended-master-secret"
     case clientNotAllowed = "client-not-allowed"

@@ -44,6 +44,13 @@ extension Report {
             ("runs", runsJSON),
             ("run_notes", .array(runNotes.map(JSONValue.string))),
         ] : []) + [
+            ("system", .array(system.map { traffic in
+                .object([
+                    ("url", .string(traffic.url)),
+                    ("records", .int(traffic.records)),
+                    ("reasons", .object(traffic.reasons.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
+                ])
+            })),
             ("apps", apps),
         ])
     }

@@ -19,6 +19,16 @@ extension Report {
             out += "  baseline \(baseline.path): \(counts.new) new, \(counts.unchanged) unchanged, \(counts.absent) absent\n"
         }
         for app in apps { out += "\n" + app.text(self) }
+        if !system.isEmpty {
+            let records = system.reduce(0) { $0 + $1.records }
+            out += "\nSYSTEM: the device's own traffic, not an app's (\(records) record\(records == 1 ? "" : "s"); ATS does"
+                + " not judge it, so it needs no key in any app's dictionary):\n"
+            for traffic in system {
+                let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                out += "    \(traffic.url): \(traffic.records) record\(traffic.records == 1 ? "" : "s")"
+                    + (reasons.isEmpty ? "" : " (\(reasons))") + "\n"
+            }
+        }
         if !absentElsewhere.isEmpty {
             out += "\nABSENT since the baseline, apps not recorded in this run (\(absentElsewhere.count)):\n"
             for finding in absentElsewhere { out += "    \(finding.app): \(finding.summary)\n" }

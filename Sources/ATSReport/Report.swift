@@ -156,6 +156,12 @@ public struct Report: Sendable {
     public var settings: ReportSettings
     /// Baseline findings of apps this run did not record at all.
     public var absentElsewhere: [AbsentFinding] = []
+    /// The device's own traffic (app `system`: trustd's certificate fetches, ProxyAccess' SystemTraffic):
+    /// listed, never judged under an app's policy, so it is in no app's findings, fixes or dictionary.
+    public var system: [DestinationTraffic] = []
+
+    /// The `app` of the device's own traffic (SystemTraffic.app, in the proxy's records).
+    public static let systemApp = "system"
 
     /// Something was, or would be, blocked.
     public var wouldBlock: Bool { apps.contains { !$0.blocked.isEmpty } }
@@ -191,7 +197,8 @@ public struct Report: Sendable {
         self.settings = settings
         var apps: [AppReport] = []
         let names = Set(summary.destinations.map(\.app)).union(summary.undirected.keys).sorted()
-        for app in names {
+        system = summary.destinations.filter { $0.app == Report.systemApp }
+        for app in names where app != Report.systemApp {
             var note: String?
             let policy: ReportPolicy
             if let match = policies.first(where: { $0.matches(app) }) {

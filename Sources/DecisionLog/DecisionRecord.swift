@@ -39,6 +39,12 @@ package struct DecisionRecord {
     package var certificate: LoggedCertificate?
     /// Certificate findings tolerated because the host allows cleartext (R15).
     package var toleratedFindings: [String] = []
+    /// The certificate the deciding certificate finding is about (0 = the leaf): `certificate_depth`,
+    /// written only on a certificate failure.
+    package var certificateDepth: Int?
+    /// The caIssuers URL(s) the chain was completed from (`aia_fetched`): written, null when none was
+    /// needed, on every record whose certificate was judged.
+    package var aiaFetched: String?
     package var bytesUp = 0
     package var bytesDown = 0
     package var durationMilliseconds = 0.0
@@ -80,9 +86,10 @@ package struct DecisionRecord {
 
     /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
     /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
-    /// rule decided (the lookup's would only say why ATS allowed the destination).
+    /// rule decided (the lookup's would only say why ATS allowed the destination), nor for the device's
+    /// own fetch, which no app's ATS judged.
     package var loggedRule: String? {
-        if action == .block, let reason, !reason.isATSRule { return nil }
+        if action == .block || reason == .systemFetch, let reason, !reason.isATSRule { return nil }
         return rule?.rawValue ?? decision?.rule
     }
 
@@ -141,6 +148,8 @@ package struct DecisionRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
+        if let certificateDepth { fields.int("certificate_depth", certificateDepth) }
+        if certificate != nil || aiaFetched != nil { fields.string("aia_fetched", aiaFetched) }
         if let rule = loggedRule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }

@@ -50,6 +50,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case parentAuth
     case parentTimeout
     case parentProtocol
+    /// Not the app's: the device's own certificate fetch (trustd's caIssuers, OCSP or CRL request),
+    /// forwarded outside any app's ATS policy (action `allow`, app `system`).
+    case systemFetch
 
     package init(_ reason: BlockReason) { self = .ats(reason) }
 
@@ -59,7 +62,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .dnsNXDomain, .dnsTimeout, .dnsFailure,
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
-        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
+        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol, .systemFetch,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -102,6 +105,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .parentAuth: "parent-auth"
         case .parentTimeout: "parent-timeout"
         case .parentProtocol: "parent-protocol"
+        case .systemFetch: "system-fetch"
         }
     }
 
@@ -149,7 +153,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
             switch reason {
             case .tlsVersion, .cipherSuite, .sniMismatch, .certificateUntrusted, .certificateExpired,
                  .certificateHostname, .certificateKeySize, .certificateSignatureHash, .certificatePin,
-                 .certificateTransparency:
+                 .certificateTransparency, .certificateDistrusted:
                 true
             default:
                 false

@@ -107,8 +107,10 @@ struct Daemon {
         }
         if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }
         let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
+        let inspection = configuration.inspection
         return "listening on \(where_) (policy \(configuration.policyLabel)\(more), "
-            + "profile \(configuration.engine.options.profile.rawValue), mode \(configuration.mode.rawValue))"
+            + "profile \(configuration.engine.options.profile.rawValue), mode \(configuration.mode.rawValue), trust store "
+            + TrustOptions.describe(inspection.trustStore, transparency: inspection.transparency, aia: inspection.aiaFetch) + ")"
     }
 }
 

@@ -33,6 +33,7 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var dns: DNSOptions
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var inspection: InspectionOptions
+    @OptionGroup var trust: TrustOptions
     @OptionGroup var service: ServiceOptions
 
     /// The daemon's configuration from these flags (the config file already folded in), with the
@@ -48,6 +49,7 @@ struct RunCommand: ParsableCommand {
         try dns.apply(to: &configuration)
         try upstream.apply(to: &configuration)
         try inspection.apply(to: &configuration)
+        try trust.apply(to: &configuration)
         return configuration
     }
 

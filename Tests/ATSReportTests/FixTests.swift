@@ -134,6 +134,17 @@ import Testing
         #expect(!app.suggestion.isProven, "a certificate failure cannot be proven away")
     }
 
+    @Test func aDistrustedCertificateIsTheServersToFixAndNoKeyIsOffered() throws {
+        let app = try F.app("{}", [F.record("https", "old-ca.example.com", 443, action: "block", reason: "certificate-distrusted",
+                                            tls: "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")])
+        let fix = try #require(app.destination("https://old-ca.example.com:443")?.fix)
+        #expect(fix.changes.isEmpty)
+        let advice = try #require(fix.unfixable.first?.advice)
+        #expect(advice.hasPrefix("fix the server: old-ca.example.com's certificate comes from a CA that Apple distrusts"))
+        #expect(advice.contains("no ATS key makes the device trust it") && !advice.contains("NSExceptionAllowsInsecureHTTPLoads"))
+        #expect(app.suggestion.added.isEmpty, "no plist exception for it")
+    }
+
     @Test func aToleratedCertificateFindingBlocksOnceCertificateChecksApply() throws {
         let line = F.record("https", "lax.example.com", 443, tls: "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
                             extra: #","cert_tolerated":["certificate-expired"]"#)

@@ -328,6 +328,14 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
+        // The device's own fetches are no app's: whatever the routes say, they get no app's policy.
+        if head.isAbsoluteForm, let system = SystemTraffic.classify(
+            method: head.method, path: head.originForm, userAgent: record.userAgent,
+            contentType: head.field(named: "content-type")) {
+            record.app = SystemTraffic.app
+            record.policy = SystemTraffic.app
+            return forward(head, system: system)
+        }
         let router = generation.router
         let product = AppRouter.product(ofUserAgent: record.userAgent)
         let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
@@ -371,6 +379,11 @@ package final class ProxyConnection {
     func enforce(_ verdict: Verdict, _ delivery: Delivery = .close) -> Bool {
         switch verdict {
         case .allow:
+            return true
+        case .exempt(let reason, let message):
+            record.action = .allow
+            record.reason = reason
+            record.message = message
             return true
         case .block(let reason, let message, let rule):
             // A watched handshake's probe that could not reach or judge the server refuses the tunnel

@@ -49,6 +49,10 @@ struct PolicyOptions: ParsableArguments {
         var seen: [String: String] = [:]
         for spec in policy {
             for item in try PolicyOptions.load(spec) {
+                if item.id == SystemTraffic.app {
+                    throw CommandFailure(message: "--policy \(spec): the policy ID '\(item.id)' is the device's own traffic"
+                                         + " in the log (trustd's certificate fetches): give the app another ID (ID=FILE)")
+                }
                 if let other = seen[item.id] {
                     throw CommandFailure(message: "--policy: duplicate policy ID '\(item.id)' (from \(other) and \(item.label))")
                 }
