@@ -83,7 +83,7 @@ let package = Package(
         .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoops", "ProxyAccess"]),
         // What the proxy decides for a request (Verdict) and how it answers: its own HTTP responses,
         // Proxy-Status (RFC 9209) and its error types, what the next hop said.
-        .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire"]),
+        .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire", "ProxyAccess"]),
         // The watched TLS handshake of a tunnel as a value (TLSInspection), and the certificate verdicts
         // it asks for: judged off the loops, cached, shared by every loop.
         .target(name: "Inspection",
