@@ -332,7 +332,8 @@ package final class ProxyConnection {
         record.proxyUser = proxyUser
         // The device's own traffic is no app's: whatever the routes say, it gets no app's policy.
         systemTraffic = nil
-        if head.isAbsoluteForm || head.method == "CONNECT", let system = generation.configuration.systemTraffic.classify(head, userAgent: record.userAgent) {
+        if head.isAbsoluteForm || head.method == "CONNECT", let system = generation.configuration.systemTraffic.classify(
+            head, userAgent: record.userAgent, destination: head.namedDestination) {
             systemTraffic = system
             record.app = SystemTraffic.app
             record.policy = SystemTraffic.app
