@@ -50,6 +50,16 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case parentAuth
     case parentTimeout
     case parentProtocol
+    // The transparent gate (--listen-transparent, --listen-tproxy, --listen-quic).
+    /// A QUIC attempt read, recorded and dropped, so that the client falls back to TCP.
+    case quicFallback
+    /// A transparent connection whose first bytes are neither a TLS ClientHello nor HTTP/1.x.
+    case otherProtocol
+    /// A transparent connection whose original destination is the proxy itself, or that no
+    /// firewall redirected: never relayed.
+    case transparentLoop
+    /// The ClientHello's server name does not resolve to the connection's original destination.
+    case sniMismatchAddress
 
     package init(_ reason: BlockReason) { self = .ats(reason) }
 
@@ -60,6 +70,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
         .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
+        .quicFallback, .otherProtocol, .transparentLoop, .sniMismatchAddress,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -102,14 +113,20 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .parentAuth: "parent-auth"
         case .parentTimeout: "parent-timeout"
         case .parentProtocol: "parent-protocol"
+        case .quicFallback: "quic-fallback"
+        case .otherProtocol: "other-protocol"
+        case .transparentLoop: "transparent-loop"
+        case .sniMismatchAddress: "sni-mismatch-address"
         }
     }
 
-    /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
+    /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only. So do
+    /// the gate's: a QUIC attempt is never answered, a loop never relayed, and another protocol is
+    /// the operator's rule (`--transparent-other`), not ATS's.
     package var enforcedInReportMode: Bool {
         switch self {
         case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy, .destinationNotAllowed,
-             .authThrottled: true
+             .authThrottled, .quicFallback, .otherProtocol, .transparentLoop: true
         default: false
         }
     }

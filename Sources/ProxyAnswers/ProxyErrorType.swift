@@ -69,6 +69,9 @@ extension Reason {
         case .parentUnreachable: .destinationUnavailable
         // The parent wants other credentials than --parent gives: the proxy's configuration is wrong.
         case .parentAuth: .proxyConfigurationError
+        // The transparent gate's refusals: its own rules about what may pass, never a next hop's.
+        case .quicFallback, .otherProtocol, .sniMismatchAddress: .httpRequestDenied
+        case .transparentLoop: .proxyLoopDetected
         }
     }
 }
