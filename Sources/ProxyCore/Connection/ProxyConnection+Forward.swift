@@ -23,6 +23,12 @@ extension ProxyConnection {
             return respond(.answer(status: 400, .badRequest,
                                    message: "absolute-form https:// requests are not proxied; use CONNECT"))
         }
+        forward(head, to: destination)
+    }
+
+    /// A plain request to `destination` (named by an absolute-form target, or on the transparent path
+    /// by `Host`): blocked, upgraded, redirected or forwarded as the policy decides.
+    func forward(_ head: RequestHead, to destination: Destination) {
         if head.cameThroughThisProxy || isSelf(destination) {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
@@ -233,7 +239,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if keepClient {
-            record = .begin(client: clientAddress, method: "-")
+            beginRecord("-")
             nextRequest()
         } else {
             close()

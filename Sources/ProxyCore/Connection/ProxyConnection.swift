@@ -1,5 +1,6 @@
 import ATSPolicy
 import DecisionLog
+import Inspection
 import Dispatch
 import EventLoops
 import Glibc
@@ -30,6 +31,10 @@ package final class ProxyConnection {
     var clientTLS: ClientTLS?
     /// Accepted on a TLS listener (the records' `client_tls`), whether or not the handshake succeeded.
     let onTLSListener: Bool
+    /// Accepted on a transparent listener: where it was going (+Transparent); nil on the proxy path.
+    let transparent: TransparentArrival?
+    /// How a transparent client that does not speak HTTP hears a refusal (a TLS alert, or the close).
+    var rawAnswer: RawAnswer?
     private(set) var state = State.accepted
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
@@ -68,11 +73,12 @@ package final class ProxyConnection {
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, generation: Generation,
-         loop proxyLoop: ProxyLoop) {
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, transparent: TransparentArrival? = nil,
+         generation: Generation, loop proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         self.localPort = localPort
         onTLSListener = tls
+        self.transparent = transparent
         self.generation = generation
         self.loop = loop
         self.proxyLoop = proxyLoop
@@ -84,6 +90,7 @@ package final class ProxyConnection {
         loop.assertOnLoop()
         client = Channel(fd: fd, poller: loop.poller)
         record = .begin(client: clientAddress, method: "-")
+        if transparent != nil { beginRecord("-") }
         proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -112,6 +119,11 @@ package final class ProxyConnection {
     func enterConnecting(_ connector: UpstreamConnector) { enter(.connecting(connector)) }
 
     func enterParentHandshake(_ handshake: ParentHandshake) { enter(.parentHandshake(handshake)) }
+
+    func enterClassifying() {
+        enter(.classifying)
+        client.wantRead(true)
+    }
 
     func enterAwaitingTunnelBytes(_ destination: Destination, _ loadContext: LoadContext) {
         enter(.awaitingTunnelBytes(destination, loadContext))
@@ -161,6 +173,9 @@ package final class ProxyConnection {
             client.onWritable { [self] in handshakeFlush() }
         case .readingHead:
             client.onReadable { [self] in readHead() }
+            client.onWritable {}
+        case .classifying:
+            client.onReadable { [self] in classifyFirstBytes() }
             client.onWritable {}
         case .connecting, .authenticating:
             // The client normally sends nothing until it has an answer, so its read interest stays
@@ -231,10 +246,10 @@ package final class ProxyConnection {
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
         // A TLS listener's client waits for a ServerHello: a TLS alert is what it can read, and no
-        // handshake is spent on it.
+        // handshake is spent on it. A transparent client speaks to its origin: it is only closed.
         enforce(.block(.ats(.clientNotAllowed),
                        message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"),
-                onTLSListener ? .alert(.accessDenied, recordVersion: 0x0303) : .close)
+                onTLSListener ? .alert(.accessDenied, recordVersion: 0x0303) : transparent != nil ? .cut : .close)
     }
 
     // MARK: request head
@@ -261,7 +276,7 @@ package final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = .begin(client: clientAddress, method: head.method)
+        beginRecord(head.method)
         disarm()
         route(head)
     }
@@ -316,10 +331,11 @@ package final class ProxyConnection {
     /// (--auth-file), then the policy for the request, then what kind of request it is.
     func route(_ head: RequestHead) {
         record.userAgent = head.field(.userAgent)
-        if let document = servedDocument(head) {
+        // A transparent client speaks to its origin: the proxy's documents and login are not for it.
+        if transparent == nil, let document = servedDocument(head) {
             return respond(document, .http(keepAlive: head.keepAlive && !head.hasBody))
         }
-        if let authenticator = generation.authenticator {
+        if transparent == nil, let authenticator = generation.authenticator {
             return authenticate(head, authenticator)
         }
         dispatch(head)
@@ -328,19 +344,10 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
-        let router = generation.router
-        let product = AppRouter.product(ofUserAgent: record.userAgent)
-        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
-        record.route = kind
-        aclIndex = route.map { $0 + 1 } ?? 0
-        guard let selected else {
-            let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
-            return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
-                                  + "bundle is named by its \(agent); --unrouted is block"))
+        guard choosePolicy(product: AppRouter.product(ofUserAgent: record.userAgent)) else { return }
+        if transparent != nil {
+            return forwardTransparent(head)
         }
-        appIndex = selected
-        record.app = router.apps[selected].id
-        record.policy = router.apps[selected].label
         if head.method == "CONNECT" {
             return connectTunnel(head)
         }
@@ -360,6 +367,25 @@ package final class ProxyConnection {
         respond(.answer(status: 400, .badRequest, message: "unsupported request target"))
     }
 
+    /// Chooses the request's policy by the proxy user, the client, the port and the User-Agent's
+    /// product; false when none was chosen (answered `no-policy`).
+    func choosePolicy(product: String?) -> Bool {
+        let router = generation.router
+        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
+        record.route = kind
+        aclIndex = route.map { $0 + 1 } ?? 0
+        guard let selected else {
+            let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
+            respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
+                           + "bundle is named by its \(agent); --unrouted is block"))
+            return false
+        }
+        appIndex = selected
+        record.app = router.apps[selected].id
+        record.policy = router.apps[selected].label
+        return true
+    }
+
     // MARK: verdicts and answers
 
     /// The one place a verdict is applied. It honours --mode (an ATS block in report mode is only
@@ -367,35 +393,9 @@ package final class ProxyConnection {
     /// `delivery` says, and logs, which counts the metric. Returns true when the request proceeds.
     @discardableResult
     func enforce(_ verdict: Verdict, _ delivery: Delivery = .close) -> Bool {
-        switch verdict {
-        case .allow:
-            return true
-        case .block(let reason, let message, let rule):
-            record.action = .block
-            record.reason = reason
-            if let message { record.message = message }
-            if let rule { record.rule = rule }
-            if generation.configuration.mode == .report, !reason.enforcedInReportMode { return true }
-        case .upgrade, .redirect:
-            record.action = .upgrade
-            // Report mode forwards the request as it came; the record says it would be upgraded.
-            if generation.configuration.mode == .report { return true }
-        case .challenge(let message):
-            // Enforced in report mode too: the proxy's access rule, not ATS.
-            record.action = .block
-            record.reason = .ats(.authRequired)
-            record.message = message
-        case .throttle(let message, _):
-            record.action = .block
-            record.reason = .authThrottled
-            record.message = message
-        case .serve:
-            record.action = .allow
-        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
-            record.action = .error
-            record.reason = reason
-            record.message = message
-        }
+        if ProxyConnection.enforce(verdict, on: &record, mode: generation.configuration.mode) { return true }
+        var delivery = delivery
+        if case .http = delivery, let rawAnswer { delivery = rawAnswer.delivery }
         switch delivery {
         case .http(let keepAlive):
             record.status = verdict.status
@@ -413,6 +413,46 @@ package final class ProxyConnection {
             finish()
         case .cut:
             finish()
+        }
+        return false
+    }
+
+    /// The record's side of `enforce`, also for a QUIC attempt, which has no connection to answer:
+    /// the outcome written (honouring --mode); true when the request proceeds.
+    static func enforce(_ verdict: Verdict, on record: inout DecisionRecord, mode: ProxyMode) -> Bool {
+        switch verdict {
+        case .allow:
+            return true
+        case .note(let reason, let message):
+            record.action = .allow
+            record.reason = reason
+            record.message = message
+            return true
+        case .block(let reason, let message, let rule):
+            record.action = .block
+            record.reason = reason
+            if let message { record.message = message }
+            if let rule { record.rule = rule }
+            if mode == .report, !reason.enforcedInReportMode { return true }
+        case .upgrade, .redirect:
+            record.action = .upgrade
+            // Report mode forwards the request as it came; the record says it would be upgraded.
+            if mode == .report { return true }
+        case .challenge(let message):
+            // Enforced in report mode too: the proxy's access rule, not ATS.
+            record.action = .block
+            record.reason = .ats(.authRequired)
+            record.message = message
+        case .throttle(let message, _):
+            record.action = .block
+            record.reason = .authThrottled
+            record.message = message
+        case .serve:
+            record.action = .allow
+        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
+            record.action = .error
+            record.reason = reason
+            record.message = message
         }
         return false
     }
@@ -470,10 +510,7 @@ package final class ProxyConnection {
         if record.message == nil, let decision = record.decision {
             record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
         }
-        proxyLoop.metrics.count(record)
-        generation.daemon.observer?.observe(record, policy: generation.log.policy)
-        generation.daemon.decisions.add(1, ordering: .relaxed)
-        generation.log.write(record, into: &proxyLoop.logBatch)
+        proxyLoop.write(record, generation)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
@@ -521,7 +558,7 @@ package final class ProxyConnection {
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
         switch state {
-        case .readingHead where inbound.isEmpty, .handshaking: close()
+        case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking: close()
         default: break
         }
     }
@@ -531,7 +568,7 @@ package final class ProxyConnection {
         switch state {
         case .closed:
             return
-        case .readingHead where inbound.isEmpty, .handshaking:
+        case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
             record.appendNote("cut: the daemon stopped")

@@ -91,6 +91,21 @@ package struct LoopMetrics {
     /// Request durations by kind and action (`atsgate_request_duration_seconds`).
     package var requestDurations = RequestDurations()
 
+    /// Records of the transparent gate by path (`transparent`, `quic`) and action.
+    package var transparent: [PathKey: Int] = [:]
+
+    package struct PathKey: Hashable, Comparable {
+        package var path: String
+        package var result: String
+
+        package static func < (lhs: PathKey, rhs: PathKey) -> Bool { (lhs.path, lhs.result) < (rhs.path, rhs.result) }
+    }
+
+    /// The QUIC listener's datagrams by what they were, and the attempts its table remembers (filled
+    /// by a scrape from the first loop, which reads QUIC).
+    package var quicDatagrams: [String: Int] = [:]
+    package var quicRemembered = 0
+
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
@@ -117,6 +132,7 @@ package struct LoopMetrics {
             upstream[UpstreamKey(parent: record.parent ?? "", result: reason), default: 0] += 1
         }
         requestDurations.count(record)
+        if record.path != .proxy { transparent[PathKey(path: record.path.rawValue, result: action), default: 0] += 1 }
     }
 
     mutating func add(_ other: LoopMetrics) {
@@ -129,6 +145,9 @@ package struct LoopMetrics {
         clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
         requestDurations.add(other.requestDurations)
+        transparent.merge(other.transparent, uniquingKeysWith: +)
+        quicDatagrams.merge(other.quicDatagrams, uniquingKeysWith: +)
+        quicRemembered += other.quicRemembered
     }
 }
 
