@@ -7,6 +7,8 @@ public struct TrafficSummary: Sendable {
     public internal(set) var buckets = TimeBuckets()
     /// Records of the proxy's own answers that name no destination (bad requests, timeouts), per app.
     public internal(set) var undirected: [String: [String: Int]] = [:]
+    /// The transparent gate's paths, per app and device.
+    public internal(set) var paths = TransparentTraffic()
 
     public var records: Int { inputs.reduce(0) { $0 + $1.records } }
     public var apps: [String] { Array(Set(destinations.map(\.app))).sorted() }
@@ -19,6 +21,7 @@ public struct TrafficSummary: Sendable {
         for (minute, counts) in other.buckets.minutes {
             buckets.minutes[minute] = buckets.minutes[minute].map { zip($0, counts).map(+) } ?? counts
         }
+        paths.merge(other.paths)
         for (app, reasons) in other.undirected {
             undirected[app, default: [:]].merge(reasons, uniquingKeysWith: +)
         }
@@ -37,10 +40,11 @@ public struct TrafficSummary: Sendable {
 
     /// `TrafficSummaryBuilder.finish()`'s result, its tables already sorted and flushed.
     package init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
-         undirected: [String: [String: Int]]) {
+         undirected: [String: [String: Int]], paths: TransparentTraffic = TransparentTraffic()) {
         self.destinations = destinations
         self.inputs = inputs
         self.buckets = buckets
         self.undirected = undirected
+        self.paths = paths
     }
 }
