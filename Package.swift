@@ -180,7 +180,7 @@ let package = Package(
         .testTarget(name: "ProxyAnswersTests",
                     dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX"]),
         .testTarget(name: "InspectionTests",
-                    dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "TestSupport"]),
+                    dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "POSIX", "TestSupport"]),
         .testTarget(name: "QUICGateTests",
                     dependencies: ["QUICGate", "TLSClient", "TLSWire", "POSIX", "ATSPolicy", "ProxyAccess", "DecisionLog",
                                    "ProxyAnswers", "TestSupport"]),

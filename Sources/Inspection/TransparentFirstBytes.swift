@@ -42,14 +42,16 @@ package enum TransparentFirstBytes {
         guard TLSHandshakeReader.looksLikeTLS(firstBytes: Array(bytes.prefix(6))) else {
             return .other("the first bytes start like TLS but are no ClientHello: " + describe(bytes))
         }
-        // Walk the handshake records: the message's length is in its first 4 payload bytes.
-        var offset = 0, payload = 0, needed: Int?
+        // Walk the handshake records: the message's length is in its first 4 payload bytes, which
+        // may themselves span records.
+        var offset = 0, payload = 0, header: [UInt8] = [], needed: Int?
         while offset + 5 <= bytes.count, bytes[offset] == ContentType.handshake.rawValue {
             let length = Int(bytes[offset + 3]) << 8 | Int(bytes[offset + 4])
-            if offset == 0, length >= 4, offset + 9 <= bytes.count {
-                needed = 4 + (Int(bytes[offset + 6]) << 16 | Int(bytes[offset + 7]) << 8 | Int(bytes[offset + 8]))
-            }
             guard offset + 5 + length <= bytes.count else { return wait(offset + 5 + length, bytes) }
+            if needed == nil {
+                header += bytes[(offset + 5)..<(offset + 5 + min(length, 4 - header.count))]
+                if header.count == 4 { needed = 4 + (Int(header[1]) << 16 | Int(header[2]) << 8 | Int(header[3])) }
+            }
             payload += length
             offset += 5 + length
             if let needed, payload >= needed { break }
