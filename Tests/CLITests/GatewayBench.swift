@@ -33,8 +33,7 @@ final class GatewayBench {
         lab = try GatewayLab()
         try lab.loadGatewayRuleset(transparentPort: Self.transparentPort, quicPort: Self.quicPort)
         directory = try TemporaryDirectory()
-        let pki = directory.url.path
-        try Self.makePKI(in: pki)
+        let pki = try Self.pki.get()
         try lab[.origin].run("ip addr add \(Self.tls10)/24 dev wan0\nip addr add \(Self.wrong)/24 dev wan0")
         origin = try lab[.origin].start([pythonExecutable, fixturePath("lab_origin.py"),
             "--tls", "\(Self.good):443", "\(pki)/good.pem", "\(pki)/good.key",
@@ -61,7 +60,19 @@ final class GatewayBench {
 
     deinit { lab.close() }
 
-    var ca: String { directory.url.path + "/ca.pem" }
+    var ca: String { (try? Self.pki.get()).map { $0 + "/ca.pem" } ?? "" }
+
+    /// The lab's PKI, made once per test process (RSA keys take seconds on a busy machine).
+    static let pki: Result<String, HarnessError> = {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-gateway-pki-\(getpid())").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try makePKI(in: directory)
+            return .success(directory)
+        } catch {
+            return .failure(HarnessError("\(error)"))
+        }
+    }()
 
     /// curl in the device, with no proxy setting unless `arguments` give one; names resolve as the lab's.
     func curl(_ arguments: [String], in host: GatewayLab.Host = .device) throws -> LabCommand.Result {

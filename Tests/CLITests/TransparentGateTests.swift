@@ -81,7 +81,192 @@ import TestSupport
         // Followed, the https URL is the transparent TLS path.
         let followed = try bench.curl(["--location", "--resolve", "plain.test:443:\(GatewayBench.good)", "http://plain.test/"])
         #expect(followed.status != 0 || followed.stdout.contains("served=good"), "\(followed.stderr)")
+        let record = try #require(try bench.records(atLeast: 1).first { $0["status"] as? Int == 308 })
+        #expect(record["action"] as? String == "upgrade" && record["path"] as? String == "transparent" && record["host"] as? String == "plain.test")
+    }
+
+    @Test func theExplicitProxyPathStillWorksAndADeviceThatUsesBothIsOutsideTheSystemProxyInTheReport() throws {
+        let bench = try GatewayBench()
+        // The same device: once through the proxy it was given, twice around it.
+        let proxied = try bench.curl(["--proxy", "http://\(GatewayBench.proxy)", "https://good.test/"])
+        #expect(proxied.status == 0 && proxied.stdout.contains("served=good"), "\(proxied.stderr)")
+        #expect(try bench.curl(["https://good.test/"]).status == 0)
+        #expect(try bench.curl(["https://[\(GatewayBench.goodV6)]/"]).status == 0)
+        let records = try bench.records(atLeast: 3)
+        let proxy = try #require(records.first { $0["method"] as? String == "CONNECT" })
+        #expect(proxy["path"] as? String == "proxy" && proxy["original_dst"] is NSNull && proxy["action"] as? String == "allow")
+        #expect(records.filter { $0["path"] as? String == "transparent" }.count == 2)
+        let log = try bench.directory.write("decisions.log", records.map { record in
+            String(decoding: try JSONSerialization.data(withJSONObject: record), as: UTF8.self)
+        }.joined(separator: "\n") + "\n")
+        let report = try Atsgate.run(["report", log])
+        #expect(report.stdout.contains("device phone: outside the system proxy: 2 connections to 2 destinations (an app or API "
+                                       + "that ignores the system proxy, which ATS does not protect): "
+                                       + "[\(GatewayBench.goodV6)]:443, good.test:443\n"), "\(report.stdout)\(report.stderr)")
+        let json = try Atsgate.run(["report", "--format", "json", log])
+        #expect(json.stdout.contains("\"outside_system_proxy\""))
+    }
+
+    @Test func anotherProtocolIsClosedAndRecordedAndALoopNeverRelayed() throws {
+        let bench = try GatewayBench()
+        let line = try bench.lab[.device].call([pythonExecutable, "-c", """
+            import socket
+            s = socket.create_connection(("\(GatewayBench.good)", 5222), timeout=5)
+            s.sendall(b"HELLO xmpp\\r\\n")
+            print(repr(s.recv(100)))
+            """])
+        #expect(line.stdout == "b''\n", "closed without a byte from the origin: \(line.stdout)\(line.stderr)")
+        // Straight to the gateway's transparent port: no redirect, so nowhere to go.
+        let direct = try bench.lab[.device].call([pythonExecutable, "-c", """
+            import socket
+            s = socket.create_connection(("\(GatewayLab.gatewayLabIPv4)", \(GatewayBench.transparentPort)), timeout=5)
+            s.sendall(b"GET / HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n")
+            print(repr(s.recv(100)))
+            """])
+        #expect(direct.stdout.hasPrefix("b''") || direct.stderr.contains("ConnectionResetError"), "\(direct.stdout)\(direct.stderr)")
+        let records = try bench.records(atLeast: 2)
+        let other = try #require(records.first { $0["reason"] as? String == "other-protocol" })
+        #expect(other["action"] as? String == "block" && other["path"] as? String == "transparent")
+        #expect(other["original_dst"] as? String == "\(GatewayBench.good):5222" && other["host"] is NSNull)
+        #expect((other["message"] as? String)?.contains("48 45 4c 4c 4f 20 78 6d 70 70 0d 0a (\"HELLO xmpp..\")") == true, "\(other)")
+        #expect(other["app"] as? String == "embedded" && other["device"] as? String == "phone")
+        let loop = try #require(records.first { $0["reason"] as? String == "transparent-loop" })
+        #expect(loop["action"] as? String == "block" && loop["original_dst"] as? String == "\(GatewayLab.gatewayLabIPv4):\(GatewayBench.transparentPort)")
+        #expect((loop["message"] as? String)?.contains("no firewall rule redirected it") == true, "\(loop)")
+    }
+
+    @Test func withOtherAllowedItIsRelayedAndAServerNameElsewhereIsBlockedUnderSNICheckBlock() throws {
+        let bench = try GatewayBench(["--transparent-other", "allow", "--sni-check", "block"])
+        let relayed = try bench.lab[.device].call([pythonExecutable, "-c", """
+            import socket
+            s = socket.create_connection(("\(GatewayBench.good)", 5222), timeout=5)
+            s.sendall(b"HELLO xmpp\\r\\n")
+            print(repr(s.recv(100)))
+            """])
+        #expect(relayed.stdout == "b'raw: HELLO xmpp\\r\\n'\n", "\(relayed.stdout)\(relayed.stderr)")
+        // alias.test is on the good origin's certificate, but the gateway resolves it elsewhere.
+        let forged = try bench.curl(["https://alias.test/"])
+        #expect(forged.status != 0 && forged.stderr.contains("alert access denied"), "\(forged.stderr)")
+        let records = try bench.records(atLeast: 2)
+        let other = try #require(records.first { $0["reason"] as? String == "other-protocol" })
+        #expect(other["action"] as? String == "allow" && other["upstream_ip"] as? String == GatewayBench.good)
+        #expect((other["message"] as? String)?.hasSuffix("relayed (--transparent-other allow)") == true)
+        let mismatch = try #require(records.first { $0["reason"] as? String == "sni-mismatch-address" })
+        #expect(mismatch["action"] as? String == "block" && mismatch["sni"] as? String == "alias.test")
+        #expect(mismatch["message"] as? String == "the TLS server name alias.test resolves to 198.18.2.99, not to the "
+                + "connection's original destination \(GatewayBench.good) (--sni-check block)")
+    }
+
+    @Test func underSNICheckReportAServerNameElsewhereIsRecordedAndGoesOn() throws {
+        let bench = try GatewayBench()
+        let forged = try bench.curl(["https://alias.test/"])
+        #expect(forged.status == 0 && forged.stdout.contains("host=alias.test served=good"), "\(forged.stderr)")
         let record = try #require(try bench.records(atLeast: 1).first)
-        #expect(record["action"] as? String == "upgrade" && record["status"] as? Int == 308 && record["path"] as? String == "transparent")
+        #expect(record["action"] as? String == "allow" && record["reason"] as? String == "sni-mismatch-address", "\(record)")
+        #expect(record["host"] as? String == "alias.test" && record["upstream_ip"] as? String == GatewayBench.good)
+        #expect((record["message"] as? String)?.hasSuffix("(--sni-check report)") == true)
+        #expect(record["dns_ms"] is NSNull && record["dns_cached"] as? Bool == true, "the name came from --resolve")
+    }
+
+    @Test func headlessChromiumLoadsAnHTTPSPageThroughTheGate() throws {
+        let browser = try #require(LivePageTests.chromium, "chromium is not installed (scripts/install-deps installs it)")
+        let bench = try GatewayBench()
+        let profile = try TemporaryDirectory()
+        let page = try bench.lab[.device].call([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                                                "--user-data-dir=\(profile.url.path)", "--ignore-certificate-errors",
+                                                "--host-resolver-rules=MAP good.test \(GatewayBench.good), MAP * ~NOTFOUND",
+                                                "--dump-dom", "https://good.test/page"], timeout: 60)
+        #expect(page.stdout.contains("lab origin: GET /page HTTP/1.1 host=good.test served=good"), "\(page.stdout)\(page.stderr.suffix(2000))")
+        let records = try bench.records(atLeast: 1)
+        let load = try #require(records.first { $0["host"] as? String == "good.test" })
+        #expect(load["action"] as? String == "allow" && load["path"] as? String == "transparent" && load["sni"] as? String == "good.test")
+        #expect(load["pq_offered"] as? Bool == true, "Chromium offers X25519MLKEM768: \(load)")
+        #expect(records.allSatisfy { $0["path"] as? String == "transparent" }, "every connection the browser made is recorded")
+    }
+
+    @Test func aQUICClientsInitialIsRecordedAndDroppedThenItsTCPFallbackTunnelled() throws {
+        let bench = try GatewayBench()
+        // aioquic tries QUIC with no proxy setting; nothing answers, as for a client behind the gateway.
+        let quic = try bench.lab[.device].call(try QUICClient.command(connect: "\(GatewayBench.good):443", serverName: "good.test",
+                                                                      timeout: 1), timeout: 30)
+        #expect(quic.stdout.contains("quic: no answer"), "\(quic.stdout)\(quic.stderr)")
+        // A long ClientHello in several datagrams, version 2, and IPv6.
+        let split = try bench.lab[.device].call(try QUICClient.command(connect: "[\(GatewayBench.goodV6)]:443", serverName: "split.good.test",
+                                                                       version: 2, alpnPadding: 30, timeout: 1), timeout: 30)
+        #expect(split.stdout.contains("quic: no answer"), "\(split.stderr)")
+        // Then TCP, as a browser falls back.
+        #expect(try bench.curl(["https://good.test/"]).status == 0)
+        let records = try bench.records(atLeast: 3)
+        let attempts = records.filter { $0["path"] as? String == "quic" }
+        #expect(attempts.count == 2, "one record per attempt, not per retransmission: \(attempts)")
+        let attempt = try #require(attempts.first { $0["sni"] as? String == "good.test" })
+        #expect(attempt["action"] as? String == "block" && attempt["reason"] as? String == "quic-fallback")
+        #expect(attempt["host"] as? String == "good.test" && attempt["port"] as? Int == 443 && attempt["original_dst"] is NSNull)
+        #expect(attempt["device"] as? String == "phone" && attempt["app"] as? String == "embedded")
+        #expect(attempt["message"] as? String == "QUIC version 1 attempt dropped so that the client falls back to TCP; TCP to "
+                + "good.test:443 is judged by its TLS handshake")
+        #expect(attempts.contains { $0["sni"] as? String == "split.good.test" && ($0["message"] as? String)?.hasPrefix("QUIC version 2") == true })
+        #expect(records.contains { $0["path"] as? String == "transparent" && $0["host"] as? String == "good.test"
+                                   && $0["action"] as? String == "allow" })
+        let metrics = try bench.metrics()
+        #expect(metrics.contains(#"atsgate_quic_datagrams_total{result="client-hello"} 2"#), "\(metrics)")
+        #expect(metrics.contains(#"atsgate_transparent_connections_total{path="quic",result="block"} 2"#))
+        #expect(metrics.contains(#"atsgate_transparent_connections_total{path="transparent",result="allow"} 1"#))
+    }
+
+    @Test func badInputGetsARecordOrACounterAndTheDaemonKeepsServing() throws {
+        let bench = try GatewayBench(["--head-timeout", "1"])
+        // Datagrams to UDP/443 that are no QUIC Initial: garbage, and a real Initial cut short.
+        let initial = CapturedQUICInitials.aioquicVersion1.datagrams[0]
+        let cut = initial.prefix(40).map { String(format: "%02x", $0) }.joined()
+        try bench.lab[.device].check([pythonExecutable, "-c", """
+            import socket
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            for datagram in [b"\\x40garbage", bytes.fromhex("\(cut)"), b"\\xc0" * 1300]:
+                s.sendto(datagram, ("\(GatewayBench.good)", 443))
+            """])
+        // A ClientHello one byte per TCP segment: put together, then judged as usual.
+        let split = try bench.lab[.device].call([pythonExecutable, fixturePath("split_hello_client.py"), GatewayBench.good, "443",
+                                                 "good.test", bench.ca], timeout: 30)
+        #expect(split.stdout == "HTTP/1.1 200 OK\n", "\(split.stdout)\(split.stderr)")
+        // A client that sends nothing (the head timeout, 1 s here), one that closes at once, one that
+        // sends half a ClientHello and closes its side (a half-open redirect).
+        let quiet = try bench.lab[.device].call([pythonExecutable, "-c", """
+            import socket
+            s = socket.create_connection(("\(GatewayBench.good)", 443), timeout=5)
+            print(repr(s.recv(100)))
+            socket.create_connection(("\(GatewayBench.good)", 443), timeout=5).close()
+            h = socket.create_connection(("\(GatewayBench.good)", 443), timeout=5)
+            h.sendall(bytes.fromhex("160301020001"))
+            h.shutdown(socket.SHUT_WR)
+            print(repr(h.recv(100)))
+            """], timeout: 20)
+        #expect(quiet.stdout == "b''\nb''\n", "\(quiet.stdout)\(quiet.stderr)")
+        // And the gate still serves.
+        #expect(try bench.curl(["https://good.test/"]).status == 0)
+        let records = try bench.records(atLeast: 5)
+        #expect(records.contains { $0["sni"] as? String == "good.test" && $0["action"] as? String == "allow"
+                                   && ($0["message"] as? String)?.contains("closed") != true && $0["bytes_down"] as? Int ?? 0 > 0 })
+        let silent = try #require(records.first { $0["reason"] as? String == "client-timeout" })
+        #expect(silent["message"] as? String == "the client sent nothing in 1 s" && silent["path"] as? String == "transparent")
+        #expect(records.contains { $0["message"] as? String == "the client closed the connection before sending a byte" })
+        let half = try #require(records.first { $0["reason"] as? String == "other-protocol" })
+        #expect((half["message"] as? String)?.hasPrefix("the client closed after 16 03 01 02 00 01 (") == true, "\(half)")
+        let metrics = try bench.metrics()
+        #expect(metrics.contains(#"atsgate_quic_datagrams_total{result="not-long-header"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"atsgate_quic_datagrams_total{result="too-short"} 1"#))
+        #expect(metrics.contains(#"atsgate_quic_datagrams_total{result="unsupported-version"} 1"#) 
+                || metrics.contains(#"atsgate_quic_datagrams_total{result="too-short"} 2"#), "\(metrics)")
+    }
+
+    @Test func withAtsgateStoppedTheDeviceReachesNothing() throws {
+        let bench = try GatewayBench()
+        #expect(try bench.curl(["https://good.test/"]).status == 0)
+        _ = try bench.stopDaemon()
+        let refused = try bench.curl(["https://good.test/"])
+        // The gateway itself refuses (curl's "could not connect"): the connection went to its empty port.
+        #expect(refused.status == 7, "\(refused.stderr)")
+        let http = try bench.curl(["http://plain.test/"])
+        #expect(http.status == 7, "the lab fails closed: \(http.stderr)")
     }
 }
