@@ -269,4 +269,46 @@ import TestSupport
         let http = try bench.curl(["http://plain.test/"])
         #expect(http.status == 7, "the lab fails closed: \(http.stderr)")
     }
+
+    @Test func doctorGatewaySaysWhatTheGatewayDoesAndAProbeFromTheLabReachesAtsgate() throws {
+        let bench = try GatewayBench()
+        let env = try bench.directory.write("gateway.env", "LAB_IF=lab0\nTRANSPARENT_PORT=\(GatewayBench.transparentPort)\nQUIC_PORT=\(GatewayBench.quicPort)\n")
+        let doctor = try bench.lab[.gateway].call([Atsgate.binary.path, "doctor", "gateway", "--env", env, "--admin", GatewayBench.admin,
+                                                   "--probe-from", bench.lab[.device].name], timeout: 30)
+        #expect(doctor.status == 0, "\(doctor.stdout)\(doctor.stderr)")
+        let lines = doctor.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "info: forwarding: IPv4 on, IPv6 on (not needed: redirected connections end at atsgate on the gateway; "
+                + "the ruleset's forward chain drops lab packets either way)", "\(lines)")
+        #expect(lines.contains("ok: ruleset: table inet atsgate_gateway is loaded (chains prerouting, input, forward) for LAB_IF lab0"))
+        #expect(lines.contains("ok: redirects: TCP from lab0 to port 3130, UDP/443 (QUIC) to port 3443"))
+        #expect(lines.contains { $0.hasPrefix("ok: forward: nothing from lab0 is forwarded (") })
+        #expect(lines.contains { $0.hasPrefix("ok: interface: lab0 is up with 198.18.1.1/24") })
+        #expect(lines.contains { $0.hasPrefix("ok: listener: atsgate (pid ") && $0.hasSuffix(" listens on TCP port 3130") })
+        #expect(lines.contains { $0.hasPrefix("ok: listener: atsgate (pid ") && $0.hasSuffix(" listens on UDP port 3443") })
+        #expect(lines.contains("ok: probe from \(bench.lab[.device].name): a connection to 192.0.2.1:80 reached atsgate, not the origin "
+                               + "(atsgate answered 508, loop-detected)"), "\(lines)")
+        #expect(lines.contains { $0.hasPrefix("info: atsgate has recorded 1 transparent connections and 0 QUIC attempts") }, "\(lines)")
+        // The probe's record names no destination, so no app's verdict counts it.
+        let probe = try #require(try bench.records(atLeast: 1).first)
+        #expect(probe["reason"] as? String == "loop-detected" && probe["host"] is NSNull && probe["user_agent"] as? String == "atsgate-doctor")
+
+        // What is wrong is said, with exit status 1: a gateway.env the ruleset was not loaded with, and
+        // atsgate stopped.
+        let other = try bench.directory.write("other.env", "LAB_IF=eth1\n")
+        _ = try bench.stopDaemon()
+        let broken = try bench.lab[.gateway].call([Atsgate.binary.path, "doctor", "gateway", "--env", other,
+                                                   "--probe-from", bench.lab[.device].name], timeout: 30)
+        #expect(broken.status == 1)
+        #expect(broken.stdout.contains("FAIL: ruleset: loaded with LAB_IF=lab0, but \(other) says eth1: systemctl reload atsgate-gateway"))
+        #expect(broken.stdout.contains("FAIL: listener: nothing listens on TCP port 3130: atsgate --listen-transparent (or its socket unit) "
+                                       + "is not running, so lab devices are refused"), "\(broken.stdout)")
+        #expect(broken.stdout.contains("FAIL: probe from \(bench.lab[.device].name): a connection to 192.0.2.1:80 was refused: the "
+                                       + "gateway took the connection, but nothing listens on the transparent port"), "\(broken.stdout)")
+        // Without the ruleset, the device's connection is forwarded (the lab's gateway forwards):
+        // what answers is not atsgate, or nothing does.
+        try bench.lab[.gateway].check(["nft", "delete", "table", "inet", "atsgate_gateway"])
+        let bare = try bench.lab[.gateway].call([Atsgate.binary.path, "doctor", "gateway", "--env", env], timeout: 30)
+        #expect(bare.status == 1 && bare.stdout.contains("FAIL: ruleset: table inet atsgate_gateway is not loaded: systemctl start "
+                                                         + "atsgate-gateway (deploy/gateway/README.md, section 3)"), "\(bare.stdout)")
+    }
 }
