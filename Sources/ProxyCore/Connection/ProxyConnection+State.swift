@@ -1,7 +1,7 @@
 import ATSPolicy
 import EventLoops
-import Inspection
 import HTTP1
+import Inspection
 
 /// The connection's phases and the moves between them. `enter` (ProxyConnection.swift) is the one
 /// assignment to `state`, and debug builds check every move there against `State.allows(from:to:)`.

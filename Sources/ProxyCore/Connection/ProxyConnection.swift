@@ -1,10 +1,10 @@
 import ATSPolicy
 import DecisionLog
-import Inspection
 import Dispatch
 import EventLoops
 import Glibc
 import HTTP1
+import Inspection
 import ProxyAccess
 import ProxyAnswers
 import TLSClient
