@@ -249,8 +249,10 @@ import TestSupport
                                    && ($0["message"] as? String)?.contains("closed") != true && $0["bytes_down"] as? Int ?? 0 > 0 })
         let silent = try #require(records.first { $0["reason"] as? String == "client-timeout" })
         #expect(silent["message"] as? String == "the client sent nothing in 1 s" && silent["path"] as? String == "transparent")
-        #expect(records.contains { $0["message"] as? String == "the client closed the connection before sending a byte" })
-        let half = try #require(records.first { $0["reason"] as? String == "other-protocol" })
+        #expect(records.contains { $0["reason"] as? String == "other-protocol" && ($0["message"] as? String)?
+            .hasPrefix("the client closed the connection before sending a byte; transparent connection to 198.18.2.2:443") == true })
+        let half = try #require(records.first { ($0["message"] as? String)?.hasPrefix("the client closed after") == true })
+        #expect(half["reason"] as? String == "other-protocol")
         #expect((half["message"] as? String)?.hasPrefix("the client closed after 16 03 01 02 00 01 (") == true, "\(half)")
         let metrics = try bench.metrics()
         #expect(metrics.contains(#"atsgate_quic_datagrams_total{result="not-long-header"} 1"#), "\(metrics)")

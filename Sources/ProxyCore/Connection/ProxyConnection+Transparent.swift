@@ -45,9 +45,10 @@ extension ProxyConnection {
             return impossible("a transparent connection's first bytes read")
         }
         let outcome = readClient()
+        // Gone before a byte (a port scan's connect, a reset): nothing to tell it by, so another protocol.
         if outcome == .failed || (outcome == .ended && inbound.isEmpty) {
-            record.note("the client closed the connection before sending a byte")
-            return finish()
+            return transparentOther(outcome == .failed ? "the client connection failed before it sent a byte"
+                                                       : "the client closed the connection before sending a byte", to: original)
         }
         switch TransparentFirstBytes.classify(inbound) {
         case .needMore where outcome == .ended:
