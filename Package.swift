@@ -76,7 +76,8 @@ let package = Package(
 
         // 4. The proxy.
         // Who may use the proxy and with which policy: routes to apps, proxy logins.
-        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "CCrypt"]),
+        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "CCrypt"],
+                resources: [.embedInCode("Resources/system-destinations.json")]),
         // The decision log: the record and its vocabulary (reasons, actions), its formats (JSON line,
         // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
         // records, and the observer the operator's side watches through.

@@ -49,6 +49,8 @@ package struct QUICAttempt {
         let (selected, kind, _) = router.choose(user: nil, client: sender.ip, port: listener.port, product: nil)
         record.route = kind
         guard let selected else {
+            record.target = destination
+            record.unrouted = true
             return (record, .block(.quicFallback, message: dropped + "; no policy for it: no --route matched and --unrouted is block"))
         }
         let app = router.apps[selected]

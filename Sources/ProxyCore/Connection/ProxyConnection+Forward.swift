@@ -11,7 +11,8 @@ import ProxyAnswers
 extension ProxyConnection {
     // MARK: absolute-form requests
 
-    func forward(_ head: RequestHead) {
+    /// `system`: the device's own fetch, decided outside the app's policy and never blocked.
+    func forward(_ head: RequestHead, system: SystemTraffic? = nil) {
         let destination: Destination
         switch head.absoluteFormDestination {
         case .success(let parsed):
@@ -23,18 +24,22 @@ extension ProxyConnection {
             return respond(.answer(status: 400, .badRequest,
                                    message: "absolute-form https:// requests are not proxied; use CONNECT"))
         }
-        forward(head, to: destination)
+        forward(head, to: destination, system: system)
     }
 
     /// A plain request to `destination` (named by an absolute-form target, or on the transparent path
     /// by `Host`): blocked, upgraded, redirected or forwarded as the policy decides.
-    func forward(_ head: RequestHead, to destination: Destination) {
+    func forward(_ head: RequestHead, to destination: Destination, system: SystemTraffic? = nil) {
         if head.cameThroughThisProxy || isSelf(destination) {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = policy.decide(destination, context: loadContext)
+        let decision = (system == nil ? policy : generation.systemFetches).decide(destination, context: loadContext)
         record.decision = decision
+        if let system {
+            enforce(.exempt(.systemFetch, message: system.message))
+            return openUpstream(destination, pooled: true, then: .forward(head))
+        }
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)
         switch decision.action {
@@ -137,7 +142,7 @@ extension ProxyConnection {
         // What was read goes in read by read; the client is written to once, after the last read.
         var sendDown = false
         while true {
-            let steps: [ForwardExchange.Step]
+            let steps: ForwardExchange.Steps
             let more: Bool
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -149,7 +154,7 @@ extension ProxyConnection {
                 // poller cannot see it: TLS reads go on until they would block.
                 more = upstreamTLS != nil || n == loop.scratch.count
             case .wouldBlock?:
-                steps = []
+                steps = ForwardExchange.Steps()
                 more = false
             case .endOfFile?:
                 upstream.wantRead(false)

@@ -72,9 +72,9 @@ extension ProxyConnection {
     private func transparentTLS(_ hello: ClientHello, to original: SocketAddress) {
         rawAnswer = .alert(recordVersion: inbound.count >= 3 ? UInt16(inbound[1]) << 8 | UInt16(inbound[2]) : 0x0303)
         record.sni = hello.serverName
-        guard choosePolicy(product: nil) else { return }
         let named = hello.serverName.flatMap { try? Destination.parse(authority: $0, scheme: .https, portRequired: false) }
         let destination = Destination(host: named?.host ?? .address(original.ip), port: original.port, scheme: .https)
+        guard choosePolicy(product: nil, target: destination) else { return }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: nil)
         record.decision = policy.decide(destination, context: loadContext)
         openUpstream(destination, nameCheck: named == nil ? .off : generation.configuration.transparent.sniCheck,
@@ -85,24 +85,32 @@ extension ProxyConnection {
     private func transparentOther(_ what: String, to original: SocketAddress) {
         disarm()
         rawAnswer = .cut
-        guard choosePolicy(product: nil) else { return }
+        let destination = Destination(host: .address(original.ip), port: original.port, scheme: .https)
+        guard choosePolicy(product: nil, target: destination) else { return }
         let message = "\(what); transparent connection to \(original)"
         guard generation.configuration.transparent.other == .allow else {
             return respond(.block(.otherProtocol, message: message + " closed (--transparent-other block)"), .cut)
         }
         enforce(.note(.otherProtocol, message: message + " relayed (--transparent-other allow)"))
-        openUpstream(Destination(host: .address(original.ip), port: original.port, scheme: .https), then: .relay)
+        openUpstream(destination, then: .relay)
     }
 
-    /// An HTTP request on the transparent path: the destination is its `Host` on the original port.
-    func forwardTransparent(_ head: RequestHead) {
-        guard let original = originalDestination else { return close() }
+    /// An HTTP request's destination on the transparent path: its `Host` on the original port (the
+    /// original address without one); nil when that `Host` is no valid authority.
+    func transparentTarget(_ head: RequestHead) -> Destination? {
+        guard let original = originalDestination else { return nil }
         var destination = Destination(host: .address(original.ip), port: original.port, scheme: .http)
         if let host = head.field(.host), !host.isEmpty {
-            guard let named = try? Destination.parse(authority: host, scheme: .http, portRequired: false) else {
-                return respond(.answer(status: 400, .badRequest, message: "Host \(host) is not a valid authority"))
-            }
+            guard let named = try? Destination.parse(authority: host, scheme: .http, portRequired: false) else { return nil }
             destination.host = named.host
+        }
+        return destination
+    }
+
+    /// An HTTP request on the transparent path, to `transparentTarget`.
+    func forwardTransparent(_ head: RequestHead) {
+        guard let destination = transparentTarget(head) else {
+            return respond(.answer(status: 400, .badRequest, message: "Host \(head.field(.host) ?? "") is not a valid authority"))
         }
         forward(head, to: destination)
     }

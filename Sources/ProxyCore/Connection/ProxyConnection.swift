@@ -344,7 +344,16 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
-        guard choosePolicy(product: AppRouter.product(ofUserAgent: record.userAgent)) else { return }
+        // The device's own fetches are no app's: whatever the routes say, they get no app's policy.
+        if head.isAbsoluteForm, let system = SystemTraffic.classify(
+            method: head.method, path: head.originForm, userAgent: record.userAgent,
+            contentType: head.field(named: "content-type")) {
+            record.app = SystemTraffic.app
+            record.policy = SystemTraffic.app
+            return forward(head, system: system)
+        }
+        let named = transparent != nil ? transparentTarget(head) : head.namedDestination
+        guard choosePolicy(product: AppRouter.product(ofUserAgent: record.userAgent), target: named) else { return }
         if transparent != nil {
             return forwardTransparent(head)
         }
@@ -368,13 +377,15 @@ package final class ProxyConnection {
     }
 
     /// Chooses the request's policy by the proxy user, the client, the port and the User-Agent's
-    /// product; false when none was chosen (answered `no-policy`).
-    func choosePolicy(product: String?) -> Bool {
+    /// product; false when none was chosen (answered `no-policy`, the record naming `target`).
+    func choosePolicy(product: String?, target: Destination?) -> Bool {
         let router = generation.router
         let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
         record.route = kind
         aclIndex = route.map { $0 + 1 } ?? 0
         guard let selected else {
+            record.target = target
+            record.unrouted = true
             let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
             respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
                            + "bundle is named by its \(agent); --unrouted is block"))
@@ -393,7 +404,16 @@ package final class ProxyConnection {
     /// `delivery` says, and logs, which counts the metric. Returns true when the request proceeds.
     @discardableResult
     func enforce(_ verdict: Verdict, _ delivery: Delivery = .close) -> Bool {
-        if ProxyConnection.enforce(verdict, on: &record, mode: generation.configuration.mode) { return true }
+        let mode = generation.configuration.mode
+        // An origin's failure after report mode let an ATS block through is noted after the decision's
+        // message (the static enforce), so that message is written first.
+        switch verdict {
+        case .answer, .fail:
+            if mode == .report, record.action == .block, record.reason?.isATSRule == true { fillDecisionMessage() }
+        default:
+            break
+        }
+        if ProxyConnection.enforce(verdict, on: &record, mode: mode) { return true }
         var delivery = delivery
         if case .http = delivery, let rawAnswer { delivery = rawAnswer.delivery }
         switch delivery {
@@ -423,13 +443,15 @@ package final class ProxyConnection {
         switch verdict {
         case .allow:
             return true
-        case .note(let reason, let message):
+        case .note(let reason, let message), .exempt(let reason, let message):
             record.action = .allow
             record.reason = reason
             record.message = message
             return true
         case .block(let reason, let message, let rule):
-            record.action = .block
+            // A watched handshake's probe that could not reach or judge the server refuses the tunnel
+            // as a block does, but what happened is the origin's failure, not a refusal.
+            record.action = reason.isFailure ? .error : .block
             record.reason = reason
             if let message { record.message = message }
             if let rule { record.rule = rule }
@@ -450,9 +472,15 @@ package final class ProxyConnection {
         case .serve:
             record.action = .allow
         case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
-            record.action = .error
-            record.reason = reason
-            record.message = message
+            if record.action == .block, record.reason?.isATSRule == true, mode == .report {
+                // Report mode let an ATS block through and then the origin failed: the record keeps
+                // what the gate is for (it would have been blocked) and says what followed.
+                record.appendNote("then \(reason.rawValue): \(message)")
+            } else {
+                record.action = .error
+                record.reason = reason
+                record.message = message
+            }
         }
         return false
     }
@@ -507,10 +535,16 @@ package final class ProxyConnection {
         if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
+        fillDecisionMessage()
+        proxyLoop.write(record, generation)
+    }
+
+    /// A record without a message of its own gets its decision's, formatted once per loop and
+    /// destination (DecisionMessages).
+    private func fillDecisionMessage() {
         if record.message == nil, let decision = record.decision {
             record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
         }
-        proxyLoop.write(record, generation)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.

@@ -18,9 +18,10 @@ extension ProxyServer {
 
     /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
     /// then ends the rest (each with its own record), lets the log write what it holds until the grace
-    /// period ends (at least one more second) and calls `completion`. `listenersClosed` runs once
-    /// nothing accepts any more.
-    public func stop(grace: Double, listenersClosed: @escaping @Sendable () -> Void = {},
+    /// period ends (at least one more second), its `run-stop` last, and calls `completion`.
+    /// `handOver`: an upgrade ends this run (the `run-stop` names the successor). `listenersClosed`
+    /// runs once nothing accepts any more.
+    public func stop(grace: Double, handOver: RunHandOver? = nil, listenersClosed: @escaping @Sendable () -> Void = {},
                      completion: @escaping @Sendable (StopOutcome) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let end = monotonic() + grace
@@ -37,7 +38,7 @@ extension ProxyServer {
             for fd in listenFDs + (quicGate?.listeners.map(\.fd) ?? []) { SystemCall.close(fd) }
             listenersClosed()
             waitForConnections(until: end) { [self] cut in
-                let unwritten = flushLog(until: max(end, monotonic() + 1))
+                let unwritten = flushLog(until: max(end, monotonic() + 1), stop: RunStop(cut: cut, handOver: handOver))
                 completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
             }
         }
