@@ -1,3 +1,4 @@
+import DecisionLog
 import ProxyCore
 
 /// The Prometheus text exposition format (version 0.0.4).

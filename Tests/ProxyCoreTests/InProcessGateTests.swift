@@ -6,6 +6,7 @@ import ProxyAccess
 import Testing
 import LogTestSupport
 import TestSupport
+@testable import DecisionLog
 @testable import ProxyCore
 
 /// The transparent gate in-process, its decision log in memory: the daemon's side of the lab tests
