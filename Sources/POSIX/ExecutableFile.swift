@@ -84,8 +84,8 @@ public struct ExecutableFile: Equatable, Sendable, CustomStringConvertible {
     }
 
     private static func workingDirectory() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard getcwd(&buffer, buffer.count) != nil else { return nil }
-        return String(cString: buffer)
+        guard let directory = getcwd(nil, 0) else { return nil }
+        defer { free(directory) }
+        return String(cString: directory)
     }
 }
