@@ -7,6 +7,10 @@ import Glibc
 /// The child gets descriptors 0-2 and the ones it is told to inherit (as 3, 4, ...), nothing else,
 /// whatever this process forgot to make close-on-exec; every signal at its default and none blocked
 /// (this process ignores the ones Dispatch handles, and an ignored signal stays ignored across exec).
+///
+/// The owner reaps the child (`exitStatus()` or `wait(timeout:)`): one never waited for stays a zombie
+/// until this process exits. Its methods are meant for one queue at a time (the upgrade's), which is
+/// why the class is only unchecked Sendable: it may be handed to that queue, not shared.
 public final class ChildProcess: @unchecked Sendable {
     public let pid: Int32
     /// Readable (POLLIN) once the child has exited: for a poll or a loop's epoll set. -1 when the
