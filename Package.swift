@@ -83,6 +83,11 @@ let package = Package(
         // What the proxy decides for a request (Verdict) and how it answers: its own HTTP responses,
         // Proxy-Status (RFC 9209) and its error types, what the next hop said.
         .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire"]),
+        // An upgrade's hand-over between the old and the new process: the kinds of message and their
+        // headers, the link (one SOCK_SEQPACKET socket), the old side's sender of items and the new
+        // side's receiver, which acknowledges each before it is relayed.
+        .target(name: "HandOver", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "DecisionLog"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
         // The watched TLS handshake of a tunnel as a value (TLSInspection), and the certificate verdicts
         // it asks for: judged off the loops, cached, shared by every loop.
         .target(name: "Inspection",
@@ -93,7 +98,7 @@ let package = Package(
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoops", "DNS", "ProxyAccess",
-                           "DecisionLog", "ProxyAnswers", "Inspection"],
+                           "DecisionLog", "ProxyAnswers", "Inspection", "HandOver"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -115,7 +120,7 @@ let package = Package(
             name: "atsgate",
             dependencies: [
                 "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "DecisionLog", "ProxyAnswers", "Inspection",
-                "ProxyCore", "ProxyAccess",
+                "HandOver", "ProxyCore", "ProxyAccess",
                 "Admin",
                 "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -171,6 +176,7 @@ let package = Package(
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "DecisionLogTests",
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+        .testTarget(name: "HandOverTests", dependencies: ["HandOver", "DecisionLog", "ATSPolicy", "POSIX"]),
         .testTarget(name: "ProxyAnswersTests",
                     dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX"]),
         .testTarget(name: "InspectionTests",

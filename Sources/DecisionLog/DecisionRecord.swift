@@ -65,12 +65,15 @@ package struct DecisionRecord {
     /// The client refused the server's certificate in the watched handshake (`client_alert`,
     /// `pinned_domain`; written only then).
     package var clientRefusal: ClientRefusal?
+    /// Set on a record another process decided (an upgrade's adopted tunnel): its fields as that
+    /// process visited them (FrozenRecord.swift).
+    package var frozen: Frozen?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
-    package var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
+    package var loggedAction: String { frozen?.action ?? action?.rawValue ?? decision?.action.rawValue ?? "allow" }
 
     /// The reason code as logged, if any.
-    package var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
+    package var loggedReason: String? { frozen.map(\.reason) ?? reason?.rawValue ?? decision?.reason?.rawValue }
 
     /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
     package var loggedRule: String? { rule?.rawValue ?? decision?.rule }
@@ -79,6 +82,7 @@ package struct DecisionRecord {
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
+        if let frozen { return frozen.replay(self, into: &fields) }
         let destination = decision?.destination
         fields.time("time", time)
         fields.address("client", client)
@@ -140,6 +144,17 @@ package struct DecisionRecord {
     }
 
     package func text(policy: String) -> String {
+        var line = frozen?.textHead ?? textHead(policy: policy)
+        line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
+        if let text = message ?? decision?.message {
+            // One record, one line: a policy value with a newline must not split it.
+            line += ": " + text.replacing("\n", with: "\\n")
+        }
+        return line
+    }
+
+    /// The text line up to its byte counts.
+    func textHead(policy: String) -> String {
         let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
@@ -155,11 +170,6 @@ package struct DecisionRecord {
         if !enforced { line += " (report only)" }
         if let tlsVersion { line += " \(tlsVersion)" }
         if let cipher { line += " \(cipher)" }
-        line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
-        if let text = message ?? decision?.message {
-            // One record, one line: a policy value with a newline must not split it.
-            line += ": " + text.replacing("\n", with: "\\n")
-        }
         return line
     }
 

@@ -23,8 +23,8 @@ package final class LogWriter: @unchecked Sendable {
     private var busy = false
     /// `buffer.paused`, readable without the lock: the loops check it before each request head.
     package let paused = Atomic<Bool>(false)
-    /// Touched by the thread only (and by `init`).
-    private let output: LogOutput
+    /// Touched by the thread only (and by `init`), but for its `shared` flag.
+    package let output: LogOutput
     private let format: LogFormat
     private let warn: @Sendable (String) -> Void
 

@@ -17,7 +17,8 @@ struct RunCommand: ParsableCommand {
             them, open ones keep theirs; a broken file keeps the running state); SIGTERM stops \
             accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
             does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
-            reopens --log-file (logrotate). It exits non-zero with a one-line \
+            reopens --log-file (logrotate); SIGUSR2 upgrades to the binary at the path it was started \
+            from without dropping a connection (atsgate upgrade; see docs/upgrades.md). It exits non-zero with a one-line \
             cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
             """
     )
@@ -52,8 +53,15 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        var daemon = Daemon(configuration: try makeConfiguration(), inherited: try ServiceManager.inheritedListeners())
+        // Recorded before anything else: SIGUSR2 starts this path again (a package upgrade renames a
+        // new file over it), and the hand-over socket is taken before a child could inherit it.
+        let executable = try? ExecutableFile.current()
+        let upgradeLink = Daemon.inheritedUpgradeLink()
+        var daemon = Daemon(configuration: try makeConfiguration(),
+                            inherited: upgradeLink == nil ? try ServiceManager.inheritedListeners() : .init())
         service.apply(to: &daemon)
+        daemon.executable = executable
+        daemon.upgradeLink = upgradeLink
         let arguments = Array(CommandLine.arguments.dropFirst())
         daemon.reconfigure = { try RunCommand.makeConfiguration(arguments: arguments) }
         try daemon.run()

@@ -8,7 +8,7 @@ import Testing
 
     /// The list in ProxyConnection+State.swift's doc comment, copied out by hand, not from the code.
     static let documented: [Kind: Set<Kind>] = [
-        .accepted: [.readingHead, .handshaking, .answering, .closed],
+        .accepted: [.readingHead, .handshaking, .answering, .relaying, .closed],
         .handshaking: [.readingHead, .answering, .closed],
         .readingHead: [.answering, .authenticating, .connecting, .closed],
         .authenticating: [.answering, .connecting, .closed],

@@ -7,7 +7,7 @@ import HTTP1
 extension ProxyConnection {
     /// The legal transitions (`allows(from:to:)` is this list as code; the tests hold a copy of it):
     /// - accepted (before `start`) -> readingHead | handshaking (a TLS listener's client) | answering
-    ///   (a client outside --allow-client)
+    ///   (a client outside --allow-client) | relaying (a tunnel an upgrade's old process handed over)
     /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
     ///   port)
     /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
@@ -84,7 +84,7 @@ extension ProxyConnection {
             switch (from, to) {
             case (.closed, _): false
             case (_, .closed): true
-            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering): true
+            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering), (.accepted, .relaying): true
             case (.handshaking, .readingHead), (.handshaking, .answering): true
             case (.readingHead, .answering), (.readingHead, .authenticating), (.readingHead, .connecting): true
             case (.authenticating, .answering), (.authenticating, .connecting): true

@@ -67,6 +67,9 @@ package final class ProxyConnection {
     /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
+    /// On its way to an upgrade's new process (ProxyConnection+HandOver.swift): quiesced, waiting
+    /// for the answer.
+    var handingOver = false
 
     init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, generation: Generation,
          loop proxyLoop: ProxyLoop) {
@@ -453,14 +456,26 @@ package final class ProxyConnection {
 
     /// Waits for the next request head on a kept-alive client connection.
     func nextRequest() {
-        if proxyLoop.draining { return close() }
         enterReadingHead()
         arm(after: generation.configuration.timeouts.head) { [self] in close() }
+        // During an upgrade a plain keep-alive client goes to the new process (even while this one drains).
+        if handOverIfUpgrading() { return }
+        if proxyLoop.draining { return close() }
         if !inbound.isEmpty { readHead() }
     }
 
     func log() {
         record.durationMilliseconds = (monotonic() - started) * 1000
+        // A record another process froze (an upgrade's) keeps what that process made of it.
+        if record.frozen == nil { completeRecord() }
+        proxyLoop.metrics.count(record)
+        generation.daemon.observer?.observe(record, policy: generation.log.policy)
+        generation.daemon.decisions.add(1, ordering: .relaxed)
+        generation.log.write(record, into: &proxyLoop.logBatch)
+    }
+
+    /// What a record gets when it is written (or frozen for an upgrade's hand-over).
+    func completeRecord() {
         record.clientTLS = onTLSListener
         // Per record, not per connection: a login on a kept-alive connection can change the device.
         let devices = generation.configuration.devices
@@ -470,10 +485,6 @@ package final class ProxyConnection {
         if record.message == nil, let decision = record.decision {
             record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
         }
-        proxyLoop.metrics.count(record)
-        generation.daemon.observer?.observe(record, policy: generation.log.policy)
-        generation.daemon.decisions.add(1, ordering: .relaxed)
-        generation.log.write(record, into: &proxyLoop.logBatch)
     }
 
     /// Ends a tunnel or forwarded exchange: logs it with its byte counts and closes.
@@ -520,25 +531,30 @@ package final class ProxyConnection {
     /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
+        guard !handingOver else { return }
         switch state {
         case .readingHead where inbound.isEmpty, .handshaking: close()
         default: break
         }
     }
 
-    /// The stop's grace period is over: ends the connection with a record saying so.
-    func endAtShutdown() {
+    /// The stop's grace period is over: ends the connection with a record saying so (`upgrade`: the
+    /// grace period of a process that handed its service to a new binary).
+    func endAtShutdown(upgrade: Bool = false) {
         switch state {
+        case _ where handingOver:
+            return
         case .closed:
             return
         case .readingHead where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
-            record.appendNote("cut: the daemon stopped")
+            record.appendNote(upgrade ? "cut: the upgrade's grace period ended" : "cut: the daemon stopped")
             finish()
         default:
             noteUpstreamSoFar()
-            record.recordFailure(.shutdown, message: "the daemon stopped before the connection finished", keepingOutcome: true)
+            let why = upgrade ? "the upgrade's grace period ended" : "the daemon stopped"
+            record.recordFailure(.shutdown, message: "\(why) before the connection finished", keepingOutcome: true)
             log()
             close()
         }

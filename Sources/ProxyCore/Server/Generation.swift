@@ -1,6 +1,7 @@
 import ATSPolicy
 import DNS
 import DecisionLog
+import HandOver
 import Inspection
 import POSIX
 import ProxyAccess
@@ -110,6 +111,20 @@ package final class DaemonState: Sendable {
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?
     let onConnectionClosed: @Sendable () -> Void
+    /// Set while an upgrade hands connections to a new process: plain tunnels and keep-alive clients
+    /// that reach a state that moves go there (ProxyConnection+HandOver.swift).
+    private let sender = Mutex<UpgradeSender?>(nil)
+    private let upgrading = Atomic<Bool>(false)
+
+    var upgradeSender: UpgradeSender? {
+        guard upgrading.load(ordering: .relaxed) else { return nil }
+        return sender.withLock { $0 }
+    }
+
+    func setUpgradeSender(_ new: UpgradeSender?) {
+        sender.withLock { $0 = new }
+        upgrading.store(new != nil, ordering: .relaxed)
+    }
 
     init(sink: LogSink, observer: DecisionObserver?, onConnectionClosed: @escaping @Sendable () -> Void) {
         self.sink = sink

@@ -20,7 +20,8 @@ extension ProxyServer {
     /// then ends the rest (each with its own record), lets the log write what it holds until the grace
     /// period ends (at least one more second) and calls `completion`. `listenersClosed` runs once
     /// nothing accepts any more.
-    public func stop(grace: Double, listenersClosed: @escaping @Sendable () -> Void = {},
+    /// `upgrade`: the process handed its service to a new binary; what is cut says so.
+    public func stop(grace: Double, upgrade: Bool = false, listenersClosed: @escaping @Sendable () -> Void = {},
                      completion: @escaping @Sendable (StopOutcome) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let end = monotonic() + grace
@@ -36,20 +37,20 @@ extension ProxyServer {
         group.notify(queue: .global()) { [self] in
             for fd in listenFDs { SystemCall.close(fd) }
             listenersClosed()
-            waitForConnections(until: end) { [self] cut in
+            waitForConnections(until: end, upgrade: upgrade) { [self] cut in
                 let unwritten = flushLog(until: max(end, monotonic() + 1))
                 completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
             }
         }
     }
 
-    private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
+    private func waitForConnections(until deadline: Double, upgrade: Bool, completion: @escaping @Sendable (Int) -> Void) {
         if daemon.open.load(ordering: .relaxed) == 0 {
             return completion(0)
         }
         if monotonic() < deadline {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
-                waitForConnections(until: deadline, completion: completion)
+                waitForConnections(until: deadline, upgrade: upgrade, completion: completion)
             }
             return
         }
@@ -58,7 +59,7 @@ extension ProxyServer {
             proxyLoop.loop.queue.sync {
                 for connection in Array(proxyLoop.connections.values) {
                     cut += 1
-                    connection.endAtShutdown()
+                    connection.endAtShutdown(upgrade: upgrade)
                 }
             }
         }

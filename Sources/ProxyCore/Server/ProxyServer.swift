@@ -28,6 +28,9 @@ public final class ProxyServer: @unchecked Sendable {
     let reloadsSucceeded = Atomic<Int>(0)
     let reloadsFailed = Atomic<Int>(0)
     let lastReload = Mutex<Double>(0)
+    /// `atsgate_upgrades_total`, carried from process to process (the executable counts them).
+    public let upgradesSucceeded = Atomic<Int>(0)
+    public let upgradesFailed = Atomic<Int>(0)
 
     /// Binds every listen address, plain and TLS (or takes `inherited` and `inheritedTLS`, the sockets
     /// a supervisor bound: systemd's socket activation, which then replaces both lists); throws a
@@ -93,12 +96,7 @@ public final class ProxyServer: @unchecked Sendable {
             let loop = proxyLoop.loop
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.execute { [self] in
-                for (fd, tls) in zip(listenFDs, secure) {
-                    let channel = Channel(fd: fd, poller: loop.poller)
-                    channel.onReadable { [unowned self] in accept(on: fd, tls: tls, proxyLoop) }
-                    channel.wantRead(true)
-                    proxyLoop.listeners.append(channel)
-                }
+                attachListeners(proxyLoop)
                 // Records go to the log's writer at least on every clock tick; the tick also proves
                 // the loop alive.
                 loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [daemon] in
@@ -107,6 +105,22 @@ public final class ProxyServer: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The loop watches every listening socket (at start, and again when an upgrade failed).
+    func attachListeners(_ proxyLoop: ProxyLoop) {
+        for (fd, tls) in zip(listenFDs, secure) {
+            let channel = Channel(fd: fd, poller: proxyLoop.loop.poller)
+            channel.onReadable { [unowned self] in accept(on: fd, tls: tls, proxyLoop) }
+            proxyLoop.listeners.append(channel)
+        }
+        proxyLoop.updateListening()
+    }
+
+    /// The listening sockets by the role socket activation would name them (an upgrade hands them
+    /// over by it).
+    package var listenersByRole: [(role: String, fd: Int32, address: SocketAddress)] {
+        zip(listenFDs, zip(addresses, secure)).map { ($1.1 ? "proxy-tls" : "proxy", $0, $1.0) }
     }
 
     /// Hands every loop's records to the log, whatever its bound, and waits up to `seconds` for them
