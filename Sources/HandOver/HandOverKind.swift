@@ -27,6 +27,9 @@ package enum HandOverKind: UInt8, Sendable, CustomStringConvertible {
     case reopenLog = 10
     /// old → new: it has written its last record (`ExitingHeader`) and closes its end.
     case exiting = 11
+    /// new → old: it serves as the main process: its signal handlers are in place, its pid file
+    /// written, systemd told READY (`atsgate upgrade` hears of the success only then).
+    case serving = 12
 
     package var description: String {
         switch self {
@@ -41,6 +44,7 @@ package enum HandOverKind: UInt8, Sendable, CustomStringConvertible {
         case .main: "main"
         case .reopenLog: "reopen-log"
         case .exiting: "exiting"
+        case .serving: "serving"
         }
     }
 }

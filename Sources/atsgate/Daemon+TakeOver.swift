@@ -28,6 +28,10 @@ extension Daemon {
 
     func takeOver(_ link: HandOverLink) throws -> Never {
         let pid = getpid()
+        // Until its own handlers are in place (at `main`), a reload or a log reopen meant for the
+        // service must not end this process (their default action); systemd sends them to the new
+        // process as soon as MAINPID names it.
+        for ignored in [SIGHUP, SIGUSR1, SIGUSR2] { signal(ignored, SIG_IGN) }
         do {
             try link.send(.hello, HelloHeader(version: AtsgateVersion.string, pid: pid))
         } catch {
@@ -78,8 +82,10 @@ extension Daemon {
             guard !progress.isMain else { return }
             progress.isMain = true
             server.upgradesSucceeded.add(1, ordering: .relaxed)
-            serving.serve(running, upgrade: upgrade)
             ServiceManager.say("took over from \(old) as PID \(pid) (\(AtsgateVersion.string))\(why)")
+            serving.serve(running, upgrade: upgrade) {
+                try? link.send(.serving, EmptyHeader())
+            }
         }
         let receiver = UpgradeReceiver(link: link, adopt: { server.adopt($0, note: "handed over by \(old) in an upgrade") },
                                        other: { kind, _ in

@@ -195,10 +195,16 @@ final class BinaryUpgrade: @unchecked Sendable {
         let sender = UpgradeSender(link: link)
         lock.withLock { self.sender = sender }
         let ended = DispatchSemaphore(value: 0)
+        let serving = DispatchSemaphore(value: 0)
         link.startReading({ [server] frame in
             if sender.received(frame) { return }
-            if frame.kind == HandOverKind.reopenLog.rawValue { server.reopenLog() }
+            switch HandOverKind(rawValue: frame.kind) {
+            case .reopenLog?: server.reopenLog()
+            case .serving?: serving.signal()
+            default: break
+            }
         }, ended: { reason in
+            serving.signal()
             sender.end(reason)
             ended.signal()
         })
@@ -228,6 +234,11 @@ final class BinaryUpgrade: @unchecked Sendable {
         }
         try? link.send(.main, EmptyHeader())
         lock.withLock { phase = .draining(pid: child.pid) }
+        // The service is the new process's now; `atsgate upgrade` says so once it serves (its pid
+        // file names it, a signal reaches its handlers).
+        if serving.wait(timeout: .now() + .seconds(10)) == .timedOut {
+            ServiceManager.say("upgrade: \(successor) has not said it serves within 10 s; it is the main process all the same")
+        }
         status?.succeeded(pid: child.pid, version: hello.version)
         let staying = max(0, server.openConnections - moved.tunnels - moved.idle)
         ServiceManager.say("upgrade: \(me) hands over to \(successor): \(listeners.count) listener\(listeners.count == 1 ? "" : "s"), "

@@ -107,11 +107,14 @@ struct Daemon {
                       timeout: upgradeTimeout, grace: gracePeriod)
     }
 
-    /// The signals, READY, the pid file and the status socket: the process is the one that serves.
-    func serve(_ running: Running, upgrade: BinaryUpgrade) {
+    /// The signals, READY, the pid file and the status socket: the process is the one that serves
+    /// (`serving` runs once all of it is in place).
+    func serve(_ running: Running, upgrade: BinaryUpgrade, serving: @escaping @Sendable () -> Void = {}) {
         let line = running.announcement
-        ServiceLifecycle(server: running.server, gracePeriod: gracePeriod, reconfigure: reconfigure, upgrade: upgrade,
-                         pidFile: pidFile, announce: { ServiceManager.say(line) }).start()
+        let lifecycle = ServiceLifecycle(server: running.server, gracePeriod: gracePeriod, reconfigure: reconfigure,
+                                         upgrade: upgrade, pidFile: pidFile, announce: { ServiceManager.say(line) })
+        lifecycle.onServing = serving
+        lifecycle.start()
     }
 
     /// Where the daemon listens, with which certificate, policy, profile and mode.

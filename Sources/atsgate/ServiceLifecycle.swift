@@ -41,6 +41,8 @@ final class ServiceLifecycle: @unchecked Sendable {
     private let pidFile: String?
     /// The service went to an upgrade's new process: nothing more goes to systemd from here.
     private var handedOver = false
+    /// Runs once the process serves (signal handlers in place, READY sent, the pid file written).
+    var onServing: @Sendable () -> Void = {}
 
     init(server: ProxyServer, gracePeriod: Double, reconfigure: @escaping @Sendable () throws -> ProxyConfiguration,
          upgrade: BinaryUpgrade, pidFile: String?, announce: @escaping @Sendable () -> Void) {
@@ -90,6 +92,7 @@ final class ServiceLifecycle: @unchecked Sendable {
         if let pidFile { PIDFile.write(pidFile) }
         upgrade.status = UpgradeStatus.start()
         startWatchdog()
+        onServing()
         // The status line's counts move; refresh it now and then (cheap: one datagram).
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + 5, repeating: 5)
