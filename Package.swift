@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops"]),
+        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "POSIX"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoops", "ATSPolicy", "POSIX", "TestSupport"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "DecisionLogTests",
