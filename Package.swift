@@ -182,7 +182,8 @@ let package = Package(
         .testTarget(name: "InspectionTests",
                     dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests",
-                    dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+                    dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HandOver", "HTTP1", "POSIX", "TLSWire", "TestSupport",
+                                   "LogTestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "TrafficLogs", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.

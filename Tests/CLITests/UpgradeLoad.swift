@@ -6,66 +6,6 @@ import TestSupport
 // Traffic that must cross an upgrade untouched: tunnels streaming numbered bytes, keep-alive
 // clients idle at the signal, and a steady stream of new connections.
 
-/// An origin that echoes every byte back, for any number of connections, on one thread.
-final class EchoOrigin: @unchecked Sendable {
-    let port: Int
-    private let listener: Int32
-    private let stopped = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
-
-    init() throws {
-        (listener, port) = try loopbackListener(backlog: 1024)
-        _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        let thread = Thread { [self] in serve() }
-        thread.name = "echo-origin"
-        thread.start()
-    }
-
-    deinit {
-        stopped.store(true, ordering: .relaxed)
-        done.wait()
-        close(listener)
-    }
-
-    private func serve() {
-        var connections: [Int32: [UInt8]] = [:]
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while !stopped.load(ordering: .relaxed) {
-            var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
-            for (fd, pending) in connections {
-                polled.append(pollfd(fd: fd, events: Int16(pending.isEmpty ? POLLIN : (POLLIN | POLLOUT)), revents: 0))
-            }
-            guard poll(&polled, nfds_t(polled.count), 20) > 0 else { continue }
-            if polled[0].revents != 0 {
-                while case let fd = accept(listener, nil, nil), fd >= 0 {
-                    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                    connections[fd] = []
-                }
-            }
-            for entry in polled.dropFirst() where entry.revents != 0 {
-                let fd = entry.fd
-                var ended = false
-                if connections[fd]!.count < 1 << 20 {
-                    let n = read(fd, &buffer, buffer.count)
-                    if n > 0 { connections[fd]! += buffer[..<n] } else if n == 0 || errno != EAGAIN { ended = true }
-                }
-                var pending = connections[fd]!
-                if !pending.isEmpty {
-                    let n = pending.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-                    if n > 0 { pending.removeFirst(n) } else if errno != EAGAIN { ended = true; pending = [] }
-                }
-                connections[fd] = pending
-                if ended, pending.isEmpty {
-                    close(fd)
-                    connections[fd] = nil
-                }
-            }
-        }
-        for fd in connections.keys { close(fd) }
-        done.signal()
-    }
-}
-
 /// Tunnels through the proxy to an echo origin, each streaming a numbered sequence (8-byte
 /// big-endian counters) at a steady pace and checking every byte that comes back, in order: a byte
 /// lost, repeated or moved shows as a wrong byte at a known offset. One thread drives them all.
