@@ -64,7 +64,10 @@ final class UpgradeStatus: @unchecked Sendable {
 
     private func acceptForever() {
         while true {
-            guard let fd = try? DescriptorPassing.accept(listener) else { continue }
+            guard let fd = try? DescriptorPassing.accept(listener) else {
+                usleep(100_000) // out of descriptors, say: try again in a moment rather than spin
+                continue
+            }
             let peer = try? DescriptorPassing.peerCredentials(fd)
             guard let peer, peer.uid == 0 || peer.uid == getuid() else {
                 send(["result": "failure", "reason": "only root or the daemon's user may ask"], to: fd)
