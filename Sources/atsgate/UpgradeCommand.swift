@@ -13,8 +13,9 @@ struct UpgradeCommand: ParsableCommand {
             Sends SIGUSR2 to the daemon and waits: the daemon starts the binary at the path it was started \
             from (where a package upgrade has put the new one), hands it every listener, tunnel and idle \
             client, and exits once what stayed has finished. Exit status 0 when the new process took over \
-            (its PID and version printed), 1 when the old one kept serving (its reason printed), 2 when \
-            there is no such daemon. See docs/upgrades.md.
+            (its PID and version printed), 1 when the old one kept serving (its reason printed) or does not \
+            answer on its status socket (an atsgate too old to upgrade this way is not signalled), 2 when \
+            there is no such process. See docs/upgrades.md.
             """
     )
 
@@ -52,7 +53,10 @@ struct UpgradeCommand: ParsableCommand {
         do {
             status = try DescriptorPassing.connect(to: UpgradeStatus.name(pid: target))
         } catch {
-            return try withoutStatusSocket(target)
+            // Every atsgate that upgrades on SIGUSR2 answers there; an older one would die of the signal.
+            throw CommandFailure(message: "PID \(target) does not answer on \(UpgradeStatus.name(pid: target)) (\(error)): "
+                                 + "not an atsgate that upgrades with SIGUSR2, or in another network namespace; not signalled",
+                                 exitCode: 1)
         }
         defer { SystemCall.close(status) }
         let before = try readMessage(status, until: .now + .seconds(5))
@@ -84,27 +88,5 @@ struct UpgradeCommand: ParsableCommand {
         let received = try buffer.withUnsafeMutableBytes { try DescriptorPassing.receive(fd, into: $0, maximumDescriptors: 0) }
         guard case .message(let count, _) = received else { return nil }
         return try? JSONSerialization.jsonObject(with: Data(buffer[..<count])) as? [String: Any]
-    }
-
-    /// A daemon without the status socket (a version before it): the signal, then whether the PID
-    /// went away and the pid file names another live process.
-    private func withoutStatusSocket(_ target: Int32) throws {
-        guard kill(target, SIGUSR2) == 0 else {
-            throw CommandFailure(message: "cannot signal PID \(target): \(String(cString: strerror(errno)))")
-        }
-        guard let pidFile else {
-            throw CommandFailure(message: "PID \(target) has no upgrade status socket and no --pid-file was given: "
-                                 + "signalled, the outcome is unknown", exitCode: 1)
-        }
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if kill(target, 0) != 0, errno == ESRCH, let successor = PIDFile.read(pidFile), successor != target,
-               kill(successor, 0) == 0 {
-                print("PID \(target) handed over to PID \(successor)")
-                return
-            }
-            usleep(100_000)
-        }
-        throw CommandFailure(message: "PID \(target) is still there after \(Int(timeout)) s: the outcome is unknown", exitCode: 1)
     }
 }
