@@ -33,8 +33,12 @@ final class BinaryUpgrade: @unchecked Sendable {
     private var sender: UpgradeSender?
     /// This process took over from another that has not gone yet: no upgrade of its own before.
     private var predecessor: Int32?
-    /// Set once the status socket listens.
-    var status: UpgradeStatus?
+    /// Set once the status socket listens (on the main queue; read by the upgrade's steps).
+    var status: UpgradeStatus? {
+        get { lock.withLock { statusSocket } }
+        set { lock.withLock { statusSocket = newValue } }
+    }
+    private var statusSocket: UpgradeStatus?
     /// Runs on the main queue once this process has let go of the service: the lifecycle stops
     /// sending anything to systemd, and a SIGTERM no longer ends the drain at once.
     var handedOver: @Sendable () -> Void = {}
