@@ -288,6 +288,25 @@ import TestSupport
         try daemon.stop()
     }
 
+    @Test func aReloadDuringAnUpgradeIsRefusedAndAStopGivesTheUpgradeUp() throws {
+        let daemon = try UpgradableDaemon([])
+        let pid = daemon.pid
+        // A new binary that never says hello: the upgrade waits for it.
+        try daemon.install(Data("#!/bin/sh\necho $$ > \"$0.child\"\nexec sleep 60\n".utf8))
+        kill(pid, SIGUSR2)
+        let childFile = daemon.binary + ".child"
+        #expect(eventually { FileManager.default.fileExists(atPath: childFile) })
+        let child = try #require(UpgradeTests.readPID(childFile))
+        kill(pid, SIGHUP)
+        #expect(eventually { daemon.process.stderr.contains("reload refused: an upgrade is in progress") })
+        #expect(!daemon.process.stderr.contains("reloaded:"))
+        kill(pid, SIGTERM)
+        #expect(eventually { daemon.process.stderr.contains("upgrade: given up (SIGTERM): stopping PID \(child)") })
+        #expect(eventually { processGone(pid) }, "the daemon stops as asked")
+        #expect(processGone(child), "and its would-be successor is gone")
+        #expect(daemon.process.process.terminationStatus == 0)
+    }
+
     @Test func upgradeWithoutADaemonSaysSo() throws {
         let directory = try TemporaryDirectory()
         let missing = try Atsgate.run(["upgrade", "--pid-file", directory.url.appendingPathComponent("none.pid").path])
