@@ -38,6 +38,8 @@ package final class UpgradeSender: @unchecked Sendable {
     /// Items the new process took, by kind, and items kept here.
     private var tookByKind: [HandOverKind: Int] = [:]
     private var keptCount = 0
+    /// Who waits for fewer items in flight (`whenFewerInFlight`).
+    private var waiting: [(limit: Int, action: @Sendable () -> Void)] = []
 
     private struct Pending {
         var kind: HandOverKind
@@ -99,13 +101,30 @@ package final class UpgradeSender: @unchecked Sendable {
     /// The link ended (or the upgrade was given up): every item not yet taken is kept, and later
     /// offers are refused. Sends queued before run first, so an item is never settled twice.
     package func end(_ reason: String) {
-        let pending: [Int: Pending] = lock.withLock {
+        let (pending, waiters): ([Int: Pending], [@Sendable () -> Void]) = lock.withLock {
             if endReason == nil { endReason = reason }
-            defer { outstanding = [:] }
-            return outstanding
+            defer {
+                outstanding = [:]
+                waiting = []
+            }
+            keptCount += outstanding.count
+            return (outstanding, waiting.map(\.action))
         }
-        lock.withLock { keptCount += pending.count }
         for (_, item) in pending.sorted(by: { $0.key < $1.key }) { item.kept(reason) }
+        for action in waiters { action() }
+    }
+
+    /// Runs `action` (on the sender's threads, or here at once) as soon as fewer than `limit` items
+    /// are waiting for their answer, or the link has ended. The first wave is handed over in batches
+    /// this way: a tunnel is quiesced only shortly before its message goes, so it pauses for its own
+    /// round trip, not for a thousand others queued ahead of it.
+    package func whenFewerInFlight(than limit: Int, _ action: @escaping @Sendable () -> Void) {
+        let now = lock.withLock {
+            guard outstanding.count >= limit, endReason == nil else { return true }
+            waiting.append((limit, action))
+            return false
+        }
+        if now { action() }
     }
 
     /// Whether every item with an id below `id` is settled.
@@ -122,12 +141,15 @@ package final class UpgradeSender: @unchecked Sendable {
     package var hasEnded: Bool { lock.withLock { endReason != nil } }
 
     private func settle(_ id: Int, took: Bool, reason: String) {
-        let item: Pending? = lock.withLock {
-            guard let item = outstanding.removeValue(forKey: id) else { return nil }
+        let (item, ready): (Pending?, [@Sendable () -> Void]) = lock.withLock {
+            guard let item = outstanding.removeValue(forKey: id) else { return (nil, []) }
             if took { tookByKind[item.kind, default: 0] += 1 } else { keptCount += 1 }
-            return item
+            let ready = waiting.filter { outstanding.count < $0.limit }.map(\.action)
+            waiting.removeAll { outstanding.count < $0.limit }
+            return (item, ready)
         }
         guard let item else { return }
         if took { item.took() } else { item.kept(reason) }
+        for action in ready { action() }
     }
 }

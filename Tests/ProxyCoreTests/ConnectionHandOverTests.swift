@@ -95,6 +95,7 @@ import TestSupport
         let (server, log, port) = try start(connectPort: echo.port)
         let client = try tunnel(port: port, origin: echo.port, first: "\u{1}before")
         let idle = try RawClient(port: port)
+        #expect(eventually { server.openConnections == 2 }, "the server has accepted both")
 
         let (oldEnd, otherEnd) = try DescriptorPassing.socketPair()
         let link = HandOverLink(fd: oldEnd), other = HandOverLink(fd: otherEnd)

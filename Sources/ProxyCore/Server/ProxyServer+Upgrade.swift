@@ -36,11 +36,27 @@ extension ProxyServer {
         daemon.setUpgradeSender(sender)
         let group = DispatchGroup()
         for proxyLoop in loops {
-            proxyLoop.loop.execute(in: group) {
-                for connection in Array(proxyLoop.connections.values) { _ = connection.handOver(to: sender) }
+            group.enter()
+            proxyLoop.loop.execute { [self] in
+                handOver(Array(proxyLoop.connections.values)[...], on: proxyLoop, to: sender) { group.leave() }
             }
         }
         group.notify(queue: .global()) { completion(sender.nextID()) }
+    }
+
+    /// A batch at a time, the next once the link has caught up: a connection is quiesced only
+    /// shortly before it goes, and pauses for its own round trip.
+    private func handOver(_ connections: ArraySlice<ProxyConnection>, on proxyLoop: ProxyLoop, to sender: UpgradeSender,
+                          done: @escaping @Sendable () -> Void) {
+        var rest = connections
+        var offered = 0
+        while offered < 16, let connection = rest.popFirst() {
+            if connection.handOver(to: sender) { offered += 1 }
+        }
+        guard !rest.isEmpty, !sender.hasEnded else { return done() }
+        sender.whenFewerInFlight(than: 16) { [self] in
+            proxyLoop.loop.execute { handOver(rest, on: proxyLoop, to: sender, done: done) }
+        }
     }
 
     /// No more connections go to the new process (the upgrade failed, or its link ended).
