@@ -244,7 +244,12 @@ final class BinaryUpgrade: @unchecked Sendable {
             ServiceManager.say("upgrade: \(successor) has not said it serves within 10 s; it is the main process all the same")
         }
         status?.succeeded(pid: child.pid, version: hello.version)
-        let staying = max(0, server.openConnections - moved.tunnels - moved.idle)
+        // Once every loop has run what was queued on it (the connections taken are forgotten there),
+        // what is still open here stays here.
+        let caughtUp = DispatchSemaphore(value: 0)
+        server.stopAccepting { caughtUp.signal() }
+        caughtUp.wait()
+        let staying = server.openConnections
         ServiceManager.say("upgrade: \(me) hands over to \(successor): \(listeners.count) listener\(listeners.count == 1 ? "" : "s"), "
                            + "\(moved.tunnels) tunnel\(moved.tunnels == 1 ? "" : "s"), \(moved.idle) idle client\(moved.idle == 1 ? "" : "s"); "
                            + "\(staying) connection\(staying == 1 ? "" : "s") finish\(staying == 1 ? "es" : "") here")
