@@ -29,6 +29,8 @@ struct Accounting {
                 unreadable += 1
                 continue
             }
+            // The run ledger's own records (docs/decision-log-ledger.md) are no decisions.
+            if object["ledger"] != nil { continue }
             records += 1
             let agent = object["user_agent"] as? String
             if let agent, agent.hasPrefix("SoakClient/"), let id = Int(agent.dropFirst("SoakClient/".count)),

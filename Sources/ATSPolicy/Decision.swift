@@ -24,11 +24,22 @@ public enum BlockReason: String, Sendable, CaseIterable {
     case certificateUsage = "certificate-usage"
     case certificatePin = "certificate-pin"
     case certificateTransparency = "certificate-transparency"
+    /// A CA of the chain is one Apple distrusts for certificates issued when the leaf was (R15).
+    case certificateDistrusted = "certificate-distrusted"
     /// A TLS 1.2 server without the extended master secret (R18, system connections).
     case extendedMasterSecret = "extended-master-secret"
     case clientNotAllowed = "client-not-allowed"
     case portNotAllowed = "port-not-allowed"
     case authRequired = "auth-required"
+
+    /// The proxy's own access rules (clients, ports, logins, the SNI rule): no ATS rule decides them,
+    /// so no record or answer names one for them.
+    public var isProxyRule: Bool {
+        switch self {
+        case .clientNotAllowed, .portNotAllowed, .authRequired, .sniMismatch: true
+        default: false
+        }
+    }
 }
 
 /// The state of ATS for a destination (INTERFACE `ats`).

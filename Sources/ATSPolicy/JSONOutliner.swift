@@ -1,4 +1,5 @@
-/// Reads a JSON document's structure (RFC 8259 as `JSONDecoder` reads it: a trailing comma is accepted), keeping where each key and
+/// Reads a JSON document's structure (RFC 8259, strictly: Foundation's JSONDecoder accepts a trailing comma, which
+/// no other JSON reader does, so a policy that loads here would break elsewhere), keeping where each key and
 /// value is written, and throws at the byte where the document breaks, saying what was expected there.
 /// Iterative, so nesting depth cannot exhaust the stack.
 struct JSONOutliner {
@@ -39,10 +40,13 @@ struct JSONOutliner {
                     throw PlistSyntaxError(offset: index, problem: "expected ',' or '\(Character(Unicode.Scalar(closer)))'"
                         + " after a \(container.isObject ? "member" : "value"), found \(found(at: index))")
                 }
+                let comma = index
                 index += 1
                 skipWhitespace()
-                // JSONDecoder accepts a trailing comma before the closing bracket.
-                if index < bytes.count, bytes[index] == closer { continue }
+                if index < bytes.count, bytes[index] == closer {
+                    throw PlistSyntaxError(offset: comma, problem: "a trailing comma before"
+                        + " '\(Character(Unicode.Scalar(closer)))' is not JSON (RFC 8259); remove it")
+                }
             }
             if container.isObject {
                 guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {

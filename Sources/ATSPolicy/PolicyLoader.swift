@@ -99,6 +99,25 @@ public enum PolicyLoader {
         }
     }
 
+    /// The string values at the root of a plist or JSON document (an Info.plist's CFBundleIdentifier,
+    /// CFBundleExecutable, CFBundleName); empty for anything else.
+    public static func rootStrings(_ data: Data) -> [String: String] {
+        let root: Any?
+        if looksLikeJSON(data) {
+            root = try? JSONSerialization.jsonObject(with: data)
+        } else {
+            root = try? PropertyListSerialization.propertyList(from: data, format: nil)
+        }
+        guard let dictionary = root as? [String: Any] else { return [:] }
+        return dictionary.compactMapValues { $0 as? String }
+    }
+
+    /// The ID an app's policy goes by, as the proxy names it in its records: the ID given, else the
+    /// file's CFBundleIdentifier, else the file's name without its extension.
+    public static func appID(given id: String?, data: Data, path: String) -> String {
+        id ?? rootStrings(data)["CFBundleIdentifier"] ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+    }
+
     /// Parses policy bytes; `origin` names them in errors.
     public static func parse(data: Data, origin: String) throws(PolicyLoadError) -> PolicySource {
         let format = detectFormat(data)
@@ -106,6 +125,11 @@ public enum PolicyLoader {
         do {
             switch format {
             case .json:
+                // The strict reader first: JSONDecoder takes a trailing comma that JSON does not allow.
+                if (try? PlistOutline(bytes: [UInt8](data), format: .json)) == nil {
+                    throw PolicyLoadError(path: origin, problem: "not a valid \(PolicyFileFormat.json.displayName)")
+                        .located(in: data, format: .json, failure: nil)
+                }
                 rootValue = try JSONDecoder().decode(PlistValue.self, from: data)
             case .xmlPlist, .binaryPlist:
                 if format == .xmlPlist, xmlNestingDepth(data) > PlistValue.maximumDepth {

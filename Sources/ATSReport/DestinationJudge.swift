@@ -28,6 +28,9 @@ public struct DestinationJudge: Sendable {
         engine = DecisionEngine(policy: policy, options: options)
     }
 
+    /// The reason of a request no policy was routed to (`--unrouted block`).
+    static let unroutedReason = "no-policy"
+
     /// The proxy's own refusals: not ATS, so no key of the app's dictionary changes them.
     static let proxyReasons: Set<String> = [
         "client-not-allowed", "port-not-allowed", "auth-required", "no-policy", BlockReason.sniMismatch.rawValue,
@@ -68,6 +71,8 @@ public struct DestinationJudge: Sendable {
                 found.insert(Finding(reason: reason, detail: DestinationJudge.proxyDetail(reason), isATS: false))
             }
         }
+        // A request no policy was routed to was never decided: there is nothing of ATS to judge again.
+        guard traffic.reasons[DestinationJudge.unroutedReason] != traffic.records else { return found.sorted() }
         for decision in decisions(traffic) { found.formUnion(findings(traffic, decision)) }
         return found.sorted()
     }

@@ -161,6 +161,9 @@ struct FixPlanner {
             return "the pins: NSPinnedDomains entry '\(pin)' pins no key of the chain \(host) serves; add the "
                 + "SPKI-SHA256-BASE64 of the server's (or its CA's) key to NSPinnedCAIdentities or "
                 + "NSPinnedLeafIdentities, or fix the server's certificate"
+        case BlockReason.certificateDistrusted.rawValue:
+            return "fix the server: \(host)'s certificate comes from a CA that Apple distrusts for certificates issued"
+                + " after a date; get one from another CA (no ATS key makes the device trust it)"
         case let reason where reason.hasPrefix("certificate-"):
             return "fix the server: give \(host) a certificate that passes (\(reason)); the only key that would "
                 + "allow it, NSExceptionAllowsInsecureHTTPLoads=YES, turns certificate checks off for \(host) altogether"

@@ -32,10 +32,11 @@ extension Report {
                 + "\(counts.absent) absent</p>"
         }
         out += "</header>\n"
-        for input in incompleteInputs {
-            out += "<p class=\"incomplete\"><b>Incomplete evidence</b> \(HTMLPage.escape(input.incompleteDescription))"
+        for line in incompleteDescriptions {
+            out += "<p class=\"incomplete\"><b>Incomplete evidence</b> \(HTMLPage.escape(line))"
                 + (settings.allowIncomplete ? " (judged anyway: --allow-incomplete)" : "") + "</p>\n"
         }
+        for note in runNotes { out += "<p class=\"note\">\(HTMLPage.escape(note))</p>\n" }
 
         out += "<section class=\"charts\">\n"
         out += "<figure><figcaption>Decisions over time</figcaption>\(HTMLCharts.timeline(summary.buckets))</figure>\n"
@@ -70,7 +71,7 @@ extension AppReport {
         out += "<div class=\"cards\">"
         let cards: [(String, String, String)] = [
             ("\(records)", "records", ""),
-            ("\(destinations.count)", "destinations", ""),
+            ("\(destinations.count)", destinations.count == 1 ? "destination" : "destinations", ""),
             ("\(blocked.count)", "would break", blocked.isEmpty ? "ok" : "bad"),
             ("\(count(.allow))", "allowed", ""),
             ("\(count(.block))", "blocked in the log", count(.block) > 0 ? "warn" : ""),
@@ -210,7 +211,7 @@ extension AppReport {
             return out + "<p class=\"muted\">Not recorded: no record has <code>key_exchange</code>.</p>\n"
         }
         let counts = QuantumStatus.allCases.map { ($0, quantum($0).count) }
-        out += "<figure class=\"share\"><figcaption>Share of \(tls.count) TLS destinations</figcaption>"
+        out += "<figure class=\"share\"><figcaption>Share of \(counted(tls.count, "TLS destination"))</figcaption>"
             + HTMLCharts.share(counts) + "</figure>\n"
         let classical = quantum(.classical)
         if !classical.isEmpty {

@@ -36,6 +36,19 @@ extension Report {
                     ("creator", .optional(input.creator)),
                     ("log_overflow_records", .int(input.overflowRecords)),
                     ("dropped", .int(input.dropped)),
+                ] + (summary.hasLedger ? [("ledger_records", .int(input.ledgerRecords))] : []))
+            })),
+        ] + (summary.hasLedger ? [
+            // Only for logs with a run ledger: older logs' reports stay as they were.
+            ("incomplete_runs", .int(incompleteRuns.count)),
+            ("runs", runsJSON),
+            ("run_notes", .array(runNotes.map(JSONValue.string))),
+        ] : []) + [
+            ("system", .array(system.map { traffic in
+                .object([
+                    ("url", .string(traffic.url)),
+                    ("records", .int(traffic.records)),
+                    ("reasons", .object(traffic.reasons.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                 ])
             })),
             ("apps", apps),

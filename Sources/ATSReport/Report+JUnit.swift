@@ -9,7 +9,7 @@ extension Report {
     /// cases and absent ones passing cases; a destination whose handshake could not be checked is
     /// skipped; the quantum-secure verdicts are cases of their own (a classical answer fails only with
     /// `--require-quantum-secure`); a server the app itself refused is a skipped case of its own; a log
-    /// that lost decisions is an error case.
+    /// that lost decisions, and a run that ended without its run-stop, is an error case.
     public var junit: String {
         var suites: [JUnitSuite] = []
         if isIncomplete {
@@ -22,6 +22,17 @@ extension Report {
                         : .error(type: "log-overflow", message: "incomplete: \(input.incompleteDescription)")
                 }
                 testCase.output = "\(input.records) records from \(input.lines) \(input.units)"
+                evidence.cases.append(testCase)
+            }
+            let incomplete = Set(incompleteRuns.map(\.id))
+            for run in summary.runs where run.hasLedger {
+                var testCase = JUnitCase(classname: "evidence", name: "run \(run.id)")
+                if incomplete.contains(run.id) {
+                    testCase.outcome = settings.allowIncomplete
+                        ? .skipped("incomplete (--allow-incomplete): \(run.incompleteDescription)")
+                        : .error(type: "run-incomplete", message: "incomplete: \(run.incompleteDescription)")
+                }
+                testCase.output = "\(run.decisions) decision records" + (run.stop.map { ", stopped (\($0.stop))" } ?? "")
                 evidence.cases.append(testCase)
             }
             suites.append(evidence)

@@ -16,7 +16,8 @@ extension Report {
         ("refused-by-app", "RefusedByApp", "warning",
          "The app itself refused a server: its pinning or the device's trust evaluation ended the TLS handshake after the server's certificate"),
         ("incomplete-evidence", "IncompleteEvidence", "error",
-         "The proxy could not log every decision (log-overflow records): the verdict rests on part of the traffic"),
+         "The proxy could not log every decision (log-overflow records), or a run ended without its run-stop "
+            + "record: the verdict rests on part of the traffic"),
     ]
 
     static func sarifRuleIndex(_ id: String) -> Int { sarifRules.firstIndex { $0.id == id }! }
@@ -160,6 +161,21 @@ extension Report {
                 ("properties", .object([("dropped", .int(input.dropped)), ("log_overflow_records", .int(input.overflowRecords))])),
             ]))
         }
+        for run in incompleteRuns {
+            results.append(.object([
+                ("ruleId", "incomplete-evidence"),
+                ("ruleIndex", .int(Report.sarifRuleIndex("incomplete-evidence"))),
+                ("level", .string(settings.allowIncomplete ? "warning" : "error")),
+                ("message", .object([("text", .string("Incomplete evidence: \(run.incompleteDescription)."))])),
+                ("locations", .array([.object([("physicalLocation", .object([
+                    ("artifactLocation", .object([("uri", .string(LintReport.sarifURI(run.inputs.last ?? "-")))])),
+                ]))])])),
+                ("properties", .object([("run", .string(run.id)), ("pid", run.pid.map(JSONValue.int) ?? .null),
+                                        ("version", .optional(run.version)),
+                                        ("open_at_last_checkpoint", run.lastCheckpoint.map { .int($0.open) } ?? .null),
+                                        ("log_ends_after_s", .double(Double(run.silence) / 1000))])),
+            ]))
+        }
         let run: JSONValue = .object([
             ("tool", .object([("driver", .object([
                 ("name", "atsgate"),
@@ -178,9 +194,9 @@ extension Report {
                 })),
             ]))])),
             ("invocations", .array([.object([("executionSuccessful", .bool(!isIncomplete || settings.allowIncomplete))]
-                + (isIncomplete ? [("toolExecutionNotifications", .array(incompleteInputs.map { input in
+                + (isIncomplete ? [("toolExecutionNotifications", .array(incompleteDescriptions.map { line in
                     .object([("level", .string(settings.allowIncomplete ? "warning" : "error")),
-                             ("message", .object([("text", .string("incomplete evidence: \(input.incompleteDescription)"))]))])
+                             ("message", .object([("text", .string("incomplete evidence: \(line)"))]))])
                 }))] : []))])),
             ("results", .array(results)),
             ("properties", .object([("profile", .string(options.profile.rawValue)), ("records", .int(summary.records)),

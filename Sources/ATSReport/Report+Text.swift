@@ -7,17 +7,28 @@ extension Report {
     public var text: String {
         var out = ""
         let inputs = summary.inputs
-        out += "atsgate report: \(summary.records) records from \(inputsDescription), profile \(options.profile.rawValue)\n"
+        out += "atsgate report: \(counted(summary.records, "record")) from \(inputsDescription), profile \(options.profile.rawValue)\n"
         for input in inputs {
             if let creator = input.creator { out += "  \(input.path): HAR written by \(creator), \(input.lines) entries\n" }
             if let skipped = input.skippedDescription { out += "  \(skipped)\n" }
         }
-        for input in incompleteInputs { out += "  INCOMPLETE: \(input.incompleteDescription)\n" }
+        for line in incompleteDescriptions { out += "  INCOMPLETE: \(line)\n" }
+        for note in runNotes { out += "  note: \(note)\n" }
         if let baseline = settings.baseline {
             let counts = baselineCounts
             out += "  baseline \(baseline.path): \(counts.new) new, \(counts.unchanged) unchanged, \(counts.absent) absent\n"
         }
         for app in apps { out += "\n" + app.text(self) }
+        if !system.isEmpty {
+            let records = system.reduce(0) { $0 + $1.records }
+            out += "\nSYSTEM: the device's own traffic, not an app's (\(records) record\(records == 1 ? "" : "s"); ATS does"
+                + " not judge it, so it needs no key in any app's dictionary):\n"
+            for traffic in system {
+                let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+                out += "    \(traffic.url): \(traffic.records) record\(traffic.records == 1 ? "" : "s")"
+                    + (reasons.isEmpty ? "" : " (\(reasons))") + "\n"
+            }
+        }
         if !absentElsewhere.isEmpty {
             out += "\nABSENT since the baseline, apps not recorded in this run (\(absentElsewhere.count)):\n"
             for finding in absentElsewhere { out += "    \(finding.app): \(finding.summary)\n" }
@@ -49,7 +60,13 @@ extension Report {
             text += "; \(classical) not quantum-secure (required)"
         }
         if isIncomplete {
-            text += "; INCOMPLETE: \(missingDecisions) decision\(missingDecisions == 1 ? "" : "s") missing from the logs"
+            var parts: [String] = []
+            if !incompleteInputs.isEmpty {
+                parts.append("\(missingDecisions) decision\(missingDecisions == 1 ? "" : "s") missing from the logs")
+            }
+            let runs = incompleteRuns.count
+            if runs > 0 { parts.append("\(runs) run\(runs == 1 ? "" : "s") ended without a run-stop") }
+            text += "; INCOMPLETE: " + parts.joined(separator: "; ")
         }
         return text
     }
@@ -85,7 +102,7 @@ extension AppReport {
             let count = self.count(action)
             return count == 0 ? nil : "\(count) \(action.name)"
         }
-        out += "  \(destinations.count) destinations, \(records) records: \(counts.joined(separator: ", "))\n"
+        out += "  \(counted(destinations.count, "destination")), \(counted(records, "record")): \(counts.joined(separator: ", "))\n"
         if !undirected.isEmpty {
             let parts = undirected.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }
             out += "  without a destination: \(parts.joined(separator: ", "))\n"
@@ -138,7 +155,7 @@ extension AppReport {
         out += quantumText(report)
         if suggestion.isProven {
             out += "  suggested dictionary (--format plist): \(suggestion.added.count) change(s) added, "
-                + "\(suggestion.removed.count) unused key(s) removed; proven against all \(destinations.count) destinations\n"
+                + "\(suggestion.removed.count) unused key(s) removed; proven against \(destinations.count == 1 ? "its" : "all") \(counted(destinations.count, "destination"))\n"
         } else {
             out += "  suggested dictionary (--format plist): NOT proven; still blocked under it: "
                 + suggestion.unproven.map { "\($0.url) (\($0.reasons.joined(separator: ", ")))" }.joined(separator: "; ") + "\n"
@@ -154,7 +171,7 @@ extension AppReport {
             return "  quantum-secure: not recorded (no record has key_exchange: a proxy before it, or a capture without it)\n"
         }
         let classical = quantum(.classical)
-        var out = "  quantum-secure (\(tls.count) TLS destinations): \(quantum(.postQuantum).count) post-quantum, "
+        var out = "  quantum-secure (\(counted(tls.count, "TLS destination"))): \(quantum(.postQuantum).count) post-quantum, "
             + "\(classical.count) answered a post-quantum offer with a classical group, "
             + "\(quantum(.unknown).count) never seen with an offer (unknown)\n"
         for destination in classical {

@@ -8,11 +8,17 @@ public struct ReportPolicy: Sendable {
     public var source: PolicySource
     /// The file's text (XML or JSON), to locate keys for SARIF; nil for binary plists.
     public var text: String?
+    /// The app the policy is, as the proxy's records name it: the ID given, else the file's
+    /// CFBundleIdentifier, else its name. A capture without `ID=` counts under it when it is the only
+    /// policy given, so that the same app's captures (run1.har, run2.har) are one app, and a baseline
+    /// of one matches the other.
+    public var appID: String
 
-    public init(id: String?, source: PolicySource, text: String?) {
+    public init(id: String?, source: PolicySource, text: String?, appID: String? = nil) {
         self.id = id
         self.source = source
         self.text = text
+        self.appID = appID ?? id ?? (source.origin as NSString).lastPathComponent
     }
 
     /// Reads `[ID=]FILE`; the error is one line naming the file.
@@ -26,12 +32,13 @@ public struct ReportPolicy: Sendable {
         let data = try PolicyLoader.read(path: path)
         let source = try PolicyLoader.parse(data: data, origin: path)
         let text = source.format == .binaryPlist ? nil : String(data: data, encoding: .utf8)
-        return ReportPolicy(id: id, source: source, text: text)
+        return ReportPolicy(id: id, source: source, text: text, appID: PolicyLoader.appID(given: id, data: data, path: path))
     }
 
     /// Whether records logged for `app` (an app ID, or the policy path the proxy logged) are this policy's.
     func matches(_ app: String) -> Bool {
         if let id { return id == app }
+        if app == appID { return true }
         let path = source.origin
         let name = (path as NSString).lastPathComponent
         return app == path || (app as NSString).lastPathComponent == name
@@ -59,8 +66,12 @@ public struct DestinationReport: Sendable {
 
     /// Why an HTTPS destination's handshake rules could not be judged, when they could not: no
     /// handshake recorded at all, or (a HAR without the cipher) only the version. Never a silent pass.
+    /// A destination every record of which was refused before any TLS (a port off --connect-port, a
+    /// name that did not resolve) had no handshake to check: it is not listed here.
     public var notChecked: String? {
         guard traffic.scheme == Scheme.https.rawValue else { return nil }
+        let wentThrough = traffic.count(.allow) + traffic.count(.captured) + traffic.reportOnlyBlocks
+        guard wentThrough > 0 || !traffic.handshakes.isEmpty else { return nil }
         let source = traffic.count(.captured) == traffic.records ? "capture" : traffic.count(.captured) > 0 ? "capture or the log" : "log"
         if traffic.handshakes.isEmpty { return "no handshake in the \(source)" }
         if traffic.count(.captured) > 0, traffic.handshakes.allSatisfy({ $0.cipher == nil }) {
@@ -124,7 +135,8 @@ public struct ReportSettings: Sendable {
     public var requireQuantumSecure = false
     /// `--baseline`: only findings it does not have count.
     public var baseline: Baseline?
-    /// `--allow-incomplete`: logs that lost decisions are judged anyway (still shown, never an error).
+    /// `--allow-incomplete`: logs that lost decisions, or whose runs ended without their run-stop,
+    /// are judged anyway (still shown, never an error).
     public var allowIncomplete = false
 
     public init(consolidate: Bool = false, requireQuantumSecure: Bool = false, baseline: Baseline? = nil,
@@ -144,6 +156,12 @@ public struct Report: Sendable {
     public var settings: ReportSettings
     /// Baseline findings of apps this run did not record at all.
     public var absentElsewhere: [AbsentFinding] = []
+    /// The device's own traffic (app `system`: trustd's certificate fetches, ProxyAccess' SystemTraffic):
+    /// listed, never judged under an app's policy, so it is in no app's findings, fixes or dictionary.
+    public var system: [DestinationTraffic] = []
+
+    /// The `app` of the device's own traffic (SystemTraffic.app, in the proxy's records).
+    public static let systemApp = "system"
 
     /// Something was, or would be, blocked.
     public var wouldBlock: Bool { apps.contains { !$0.blocked.isEmpty } }
@@ -163,7 +181,13 @@ public struct Report: Sendable {
     /// The logs that lost decisions (`log-overflow` records), and how many in all.
     public var incompleteInputs: [InputStats] { summary.inputs.filter { $0.overflowRecords > 0 || $0.dropped > 0 } }
     public var missingDecisions: Int { summary.inputs.reduce(0) { $0 + $1.dropped } }
-    public var isIncomplete: Bool { !incompleteInputs.isEmpty }
+    /// Decisions are or may be missing: `log-overflow` records, or runs without their run-stop.
+    public var isIncomplete: Bool { !incompleteInputs.isEmpty || !incompleteRuns.isEmpty }
+
+    /// Every reason the evidence is incomplete, one line each (the logs' losses, then the runs').
+    public var incompleteDescriptions: [String] {
+        incompleteInputs.map(\.incompleteDescription) + incompleteRuns.map(\.incompleteDescription)
+    }
 
     /// Judges `summary` app by app under the matching policies.
     public init(summary: TrafficSummary, policies: [ReportPolicy], options: EngineOptions,
@@ -173,7 +197,8 @@ public struct Report: Sendable {
         self.settings = settings
         var apps: [AppReport] = []
         let names = Set(summary.destinations.map(\.app)).union(summary.undirected.keys).sorted()
-        for app in names {
+        system = summary.destinations.filter { $0.app == Report.systemApp }
+        for app in names where app != Report.systemApp {
             var note: String?
             let policy: ReportPolicy
             if let match = policies.first(where: { $0.matches(app) }) {

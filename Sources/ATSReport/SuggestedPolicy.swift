@@ -24,7 +24,8 @@ public struct SuggestedPolicy: Sendable {
         // Hosts with something blocked: the changes are for them, and a key such as
         // NSExceptionAllowsInsecureHTTPLoads relaxes all of a host's loads, not only the blocked ones.
         var fixedHosts: Set<String> = []
-        for (index, recorded) in traffic.enumerated() where !findings[index].isEmpty {
+        // Only ATS findings count: the proxy's own refusals (a port, a client) are no key's business.
+        for (index, recorded) in traffic.enumerated() where findings[index].contains(where: \.isATS) {
             fixedHosts.insert(original.decide(recorded)?.destination.host.description ?? recorded.host)
         }
         func prove(_ candidate: PolicySource) -> (ok: Bool, unproven: [(String, [String])]) {
@@ -41,7 +42,8 @@ public struct SuggestedPolicy: Sendable {
                    !original.decidesAlike(recorded, judge) {
                     ok = false
                 }
-                if !after.isEmpty { unproven.append((recorded.url, after.map(\.reason))) }
+                let stillBlocked = after.filter(\.isATS)
+                if !stillBlocked.isEmpty { unproven.append((recorded.url, stillBlocked.map(\.reason))) }
             }
             return (ok, unproven)
         }

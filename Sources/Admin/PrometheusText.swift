@@ -32,6 +32,9 @@ enum PrometheusText {
             }
         }
         family("atsgate_build_info", "gauge", "The running version.", [(label(["version": gauges.version]), "1")])
+        family("atsgate_trust_store_info", "gauge",
+               "The trust store certificates are judged against (--trust-store): its name and release.",
+               [(label(["name": gauges.trustStore.name, "version": gauges.trustStore.version]), "1")])
         let decisions = metrics.decisions.sorted { $0.key < $1.key }
         family("atsgate_decisions_total", "counter",
                "Decision records by app (policy ID), device (--device; no label when none matched), action and reason "

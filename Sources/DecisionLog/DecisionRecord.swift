@@ -13,6 +13,12 @@ package struct DecisionRecord {
     package var client: SocketAddress
     package var method: String
     package var decision: Decision?
+    /// What the request named, known before any decision: the record of a request refused before its
+    /// policy decided (`no-policy`) still says where it was going.
+    package var target: Destination?
+    /// No policy was chosen for the request (`no-policy`): its `policy` and `app` are null, not the
+    /// configuration's first policy.
+    package var unrouted = false
     /// Set by `ProxyConnection.enforce` and `recordFailure` only (scripts/check-record-writers holds
     /// the rule); else the decision's.
     package var action: RecordAction?
@@ -33,6 +39,12 @@ package struct DecisionRecord {
     package var certificate: LoggedCertificate?
     /// Certificate findings tolerated because the host allows cleartext (R15).
     package var toleratedFindings: [String] = []
+    /// The certificate the deciding certificate finding is about (0 = the leaf): `certificate_depth`,
+    /// written only on a certificate failure.
+    package var certificateDepth: Int?
+    /// The caIssuers URL(s) the chain was completed from (`aia_fetched`): written, null when none was
+    /// needed, on every record whose certificate was judged.
+    package var aiaFetched: String?
     package var bytesUp = 0
     package var bytesDown = 0
     package var durationMilliseconds = 0.0
@@ -75,18 +87,26 @@ package struct DecisionRecord {
     /// The reason code as logged, if any.
     package var loggedReason: String? { frozen.map(\.reason) ?? reason?.rawValue ?? decision?.reason?.rawValue }
 
-    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's.
-    package var loggedRule: String? { rule?.rawValue ?? decision?.rule }
+    /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
+    /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
+    /// rule decided (the lookup's would only say why ATS allowed the destination), nor for the device's
+    /// own fetch, which no app's ATS judged.
+    package var loggedRule: String? {
+        if action == .block || reason == .systemFetch, let reason, !reason.isATSRule { return nil }
+        return rule?.rawValue ?? decision?.rule
+    }
 
     /// Hands the record's fields, in INTERFACE.md's order, to `fields`: the one list that the JSON
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
         if let frozen { return frozen.replay(self, into: &fields) }
-        let destination = decision?.destination
+        let destination = decision?.destination ?? target
         fields.time("time", time)
+        // This process's run (RunLedger.swift): which run a record belongs to, for the report.
+        fields.string("run", LogRun.id)
         fields.address("client", client)
-        fields.string("policy", self.policy ?? policy)
+        fields.string("policy", unrouted ? nil : self.policy ?? policy)
         fields.string("method", method)
         fields.string("scheme", destination?.scheme.rawValue)
         fields.host("host", destination?.host)
@@ -132,6 +152,8 @@ package struct DecisionRecord {
             fields.string("cert_signature", certificate.signatureAlgorithm)
         }
         if !toleratedFindings.isEmpty { fields.strings("cert_tolerated", toleratedFindings) }
+        if let certificateDepth { fields.int("certificate_depth", certificateDepth) }
+        if certificate != nil || aiaFetched != nil { fields.string("aia_fetched", aiaFetched) }
         if let rule = loggedRule { fields.string("rule", rule) }
         if let minimum = decision?.requirements.minimumTLSVersion { fields.string("minimum_tls_version", minimum.rawValue) }
     }
@@ -143,9 +165,13 @@ package struct DecisionRecord {
         return .object(object.fields)
     }
 
-    package func text(policy: String) -> String {
+    /// The text log's line; `run` (the text sink's) is said after the counts, the journal's MESSAGE
+    /// leaves it to its ATS_RUN field. A frozen record keeps the head its maker wrote and takes this
+    /// process's counts and run, because the process that ends a connection is the one that logs it.
+    package func text(policy: String, run: String? = nil) -> String {
         var line = frozen?.textHead ?? textHead(policy: policy)
         line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
+        if let run { line += " run=\(run)" }
         if let text = message ?? decision?.message {
             // One record, one line: a policy value with a newline must not split it.
             line += ": " + text.replacing("\n", with: "\\n")
@@ -155,7 +181,7 @@ package struct DecisionRecord {
 
     /// The text line up to its byte counts.
     func textHead(policy: String) -> String {
-        let target = decision.map { "\($0.destination.scheme.rawValue)://\($0.destination.host):\($0.destination.port)" } ?? "-"
+        let target = (decision?.destination ?? self.target).map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
         var line = "\(DecisionRecord.timestamp(time)) \(client)"

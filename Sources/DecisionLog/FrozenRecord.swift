@@ -6,8 +6,9 @@ extension DecisionRecord {
     /// it (an upgrade hands a live tunnel to the new binary, which logs it when it ends). Frozen, not
     /// decoded into a new `Decision`: the record states what the old binary decided, and a newer
     /// binary with other fields must write it as the old one would have. Only what the new process
-    /// still changes stays live in the record: the byte counts, the duration and the message (a
-    /// note such as "idle for 300 s" is added where the tunnel ends).
+    /// still changes stays live in the record: the byte counts, the duration, the message (a
+    /// note such as "idle for 300 s" is added where the tunnel ends) and the run, because the record
+    /// is written once, in the run of the process holding the connection when it ends.
     package struct Frozen: Codable, Sendable, Equatable {
         /// The fields in `visit` order, with their values as the JSON line has them.
         package var fields: [Field]
@@ -18,7 +19,7 @@ extension DecisionRecord {
         package var reason: String?
 
         /// The fields the writing process fills in itself.
-        static let live: Set<String> = ["bytes_up", "bytes_down", "duration_ms", "message"]
+        static let live: Set<String> = ["run", "bytes_up", "bytes_down", "duration_ms", "message"]
 
         package struct Field: Codable, Sendable, Equatable {
             package var name: String
@@ -92,6 +93,7 @@ extension DecisionRecord {
         func replay<Fields: LogFieldVisitor>(_ record: DecisionRecord, into visitor: inout Fields) {
             for field in fields {
                 switch field.name {
+                case "run": visitor.string("run", LogRun.id)
                 case "bytes_up": visitor.int("bytes_up", record.bytesUp)
                 case "bytes_down": visitor.int("bytes_down", record.bytesDown)
                 case "duration_ms": visitor.milliseconds("duration_ms", record.durationMilliseconds)

@@ -21,6 +21,7 @@ package struct LogOverflowRecord {
 
     package func visit<Fields: LogFieldVisitor>(_ fields: inout Fields) {
         fields.time("time", time)
+        fields.string("run", LogRun.id)
         fields.string("action", "error")
         fields.string("reason", Reason.logOverflow.rawValue)
         fields.string("message", message)
@@ -40,7 +41,7 @@ package struct LogOverflowRecord {
         case .text:
             var line: [UInt8] = []
             LogText.appendTimestamp(time, to: &line)
-            line += " - ERROR \(Reason.logOverflow.rawValue) dropped=\(dropped): \(message)".utf8
+            line += " - ERROR \(Reason.logOverflow.rawValue) dropped=\(dropped) run=\(LogRun.id): \(message)".utf8
             batch.lines = line
         case .json, .journal:
             var writer = JSONLineWriter(taking: &batch.lines)

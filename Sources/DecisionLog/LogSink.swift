@@ -23,6 +23,11 @@ public final class LogSink: @unchecked Sendable {
     /// 16 MiB: several seconds of records at the proxy's full rate, for a reader that pauses.
     public static let defaultCapacity = 16 << 20
 
+    /// The size at which a loop hands its batch over: 16 KiB, or a quarter of a smaller --log-buffer,
+    /// so that what the buffer holds stays within the bound the operator set (a 16 KiB batch into a
+    /// 4 KiB buffer read as 16,951 bytes buffered).
+    package var handOverSize: Int { min(LogBatch.handOverSize, writer.capacity / 4) }
+
     /// Records to `fd` (standard output by default), or journal entries to `structured` when the
     /// log's format is journal. `format` is the overflow record's (default: journal with a
     /// structured writer, else JSON); `warn` gets the operator's one-line warnings.
@@ -76,10 +81,26 @@ public final class LogSink: @unchecked Sendable {
 
     /// Waits up to `seconds` for the writer to write what it was handed; returns how many records
     /// are still unwritten. `closing` (the daemon stops): the last record then says how many were
-    /// lost since the start, if any were.
+    /// lost since the start, if any were, and then, when `stop` says how the run ended, the
+    /// `run-stop` (docs/decision-log-ledger.md).
     @discardableResult
-    public func drain(within seconds: Double, closing: Bool = false) -> Int {
-        writer.drain(until: monotonic() + seconds, closing: closing)
+    public func drain(within seconds: Double, closing: Bool = false, stop: RunStop? = nil) -> Int {
+        writer.drain(until: monotonic() + seconds, closing: closing, stop: stop)
+    }
+
+    /// Starts this process's run in the log: the `run-start` goes before any record handed over
+    /// after this call, then the writer adds a `run-checkpoint` every `start.checkpointSeconds`
+    /// (none for 0) with what it wrote so far and what `status` says (called on the writer's
+    /// thread: it must not block). Once per sink; a sink without a run writes no ledger records.
+    public func startRun(_ start: RunStart, status: @escaping @Sendable () -> RunStatus) {
+        startRun(start, status: status, clock: monotonic)
+    }
+
+    /// `startRun` with the checkpoints on `clock` (monotonic seconds): a test moves it, then calls
+    /// `drain`, which waits for the checkpoint that became due.
+    package func startRun(_ start: RunStart, status: @escaping @Sendable () -> RunStatus,
+                          clock: @escaping @Sendable () -> Double) {
+        writer.startRun(start, status: status, clock: clock)
     }
 
     public var state: LogState { writer.state }

@@ -6,7 +6,8 @@ import Synchronization
 /// The loops hand it their batches through a `LogBuffer`, under a lock held only to append; the
 /// blocking writes happen here, so a reader that stops reading, a full disk or a journald that falls
 /// behind stalls this thread and nothing else. It also writes the overflow record once the output
-/// accepts writes again, and reopens the file when asked (SIGUSR1).
+/// accepts writes again, reopens the file when asked (SIGUSR1), and writes the run ledger's records
+/// (LedgerRecord): a checkpoint counts what this thread has actually written before it.
 package final class LogWriter: @unchecked Sendable {
     /// Guards the buffer; the thread and `drain` wait on it (so every change is broadcast: a signal
     /// could wake a drainer instead of the thread).
@@ -19,10 +20,16 @@ package final class LogWriter: @unchecked Sendable {
     /// anything was (`closingRecordWritten` once it has).
     private var closing = false
     private var closingRecordWritten = false
+    /// The run ledger, once the daemon has started its run.
+    private var ledger: Ledger?
+    /// Decision records written in this run (not those lost, nor overflow or ledger records).
+    private var written = 0
     /// The thread is writing what it took (`drain` waits for it).
     private var busy = false
     /// `buffer.paused`, readable without the lock: the loops check it before each request head.
     package let paused = Atomic<Bool>(false)
+    /// `buffer.capacity`, readable without the lock (it never changes).
+    package let capacity: Int
     /// Touched by the thread only (and by `init`), but for its `shared` flag.
     package let output: LogOutput
     private let format: LogFormat
@@ -33,6 +40,7 @@ package final class LogWriter: @unchecked Sendable {
         self.output = output
         self.format = format
         self.warn = warn
+        self.capacity = capacity
         buffer = LogBuffer(capacity: capacity, overflow: overflow)
         let thread = Thread { [self] in run() }
         thread.name = "atsgate.log"
@@ -57,17 +65,34 @@ package final class LogWriter: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Starts the run ledger: the thread writes the `run-start` before any decision record handed over
+    /// after this call, then a checkpoint every `start.checkpointSeconds` on `clock` (monotonic
+    /// seconds; a test moves it), asking `status` for the connections open. Once per writer.
+    package func startRun(_ start: RunStart, status: @escaping @Sendable () -> RunStatus,
+                          clock: @escaping @Sendable () -> Double) {
+        condition.lock()
+        defer { condition.unlock() }
+        guard ledger == nil else { return }
+        ledger = Ledger(start: start, status: status, clock: clock,
+                        nextCheckpoint: clock() + Double(start.checkpointSeconds))
+        condition.broadcast()
+    }
+
     /// Waits until everything handed over has been written (or lost and counted, with its overflow
-    /// record tried), or until `deadline` (monotonic seconds); returns the records still unwritten.
-    /// `closing` (the daemon stops): the last record is then an overflow record when any were lost.
-    package func drain(until deadline: Double, closing: Bool = false) -> Int {
+    /// record tried) and the ledger's records that are due, or until `deadline` (monotonic seconds);
+    /// returns the records still unwritten. `closing` (the daemon stops): the last records are then
+    /// an overflow record when any were lost, and the `run-stop` when `stop` says how the run ended
+    /// (without one, as after a second SIGTERM that cut connections unlogged, the run stays open).
+    package func drain(until deadline: Double, closing: Bool = false, stop: RunStop? = nil) -> Int {
         condition.lock()
         defer { condition.unlock() }
         if closing {
             self.closing = true
-            condition.broadcast()
+            if let stop, ledger?.stop == nil { ledger?.stop = stop }
         }
-        while buffer.records > 0 || busy || closingRecordDue {
+        // Also a nudge: the thread looks at the ledger's clock again (a test moved it).
+        condition.broadcast()
+        while buffer.records > 0 || busy || closingRecordDue || ledgerDue(failing: false) {
             let left = deadline - monotonic()
             if left <= 0 { break }
             _ = condition.wait(until: Date(timeIntervalSinceNow: min(left, 1)))
@@ -95,6 +120,34 @@ package final class LogWriter: @unchecked Sendable {
     /// Under the lock.
     private var closingRecordDue: Bool { closing && !closingRecordWritten && buffer.droppedTotal > 0 }
 
+    /// The ledger's state, kept under the lock.
+    private struct Ledger {
+        let start: RunStart
+        let status: @Sendable () -> RunStatus
+        let clock: @Sendable () -> Double
+        var startWritten = false
+        /// When the next checkpoint is due, on `clock`.
+        var nextCheckpoint: Double
+        var stop: RunStop?
+        var stopWritten = false
+
+        var checkpointDue: Bool {
+            startWritten && !stopWritten && start.checkpointSeconds > 0 && clock() >= nextCheckpoint
+        }
+    }
+
+    /// Under the lock: the run-stop goes last, once everything else is written.
+    private var stopDue: Bool {
+        guard let ledger, ledger.stop != nil, !ledger.stopWritten else { return false }
+        return ledger.startWritten && buffer.records == 0 && !closingRecordDue
+    }
+
+    /// Under the lock: a ledger record the thread should write now.
+    private func ledgerDue(failing: Bool) -> Bool {
+        guard let ledger else { return false }
+        return !ledger.startWritten || ledger.checkpointDue || (stopDue && !failing)
+    }
+
     /// Under the lock.
     private func publishPaused() {
         if paused.load(ordering: .relaxed) != buffer.paused { paused.store(buffer.paused, ordering: .relaxed) }
@@ -109,10 +162,16 @@ package final class LogWriter: @unchecked Sendable {
         var failing = false
         condition.lock()
         while true {
-            if buffer.waiting.isEmpty, !reopenRequested, !shuttingDown, !(closingRecordDue && !failing) {
-                if failing || buffer.unreported > 0 || closingRecordDue {
-                    // Retry a failed write, or the overflow record, on the next batch or in a second.
-                    _ = condition.wait(until: Date(timeIntervalSinceNow: 1))
+            if buffer.waiting.isEmpty, !reopenRequested, !shuttingDown, !(closingRecordDue && !failing),
+               !ledgerDue(failing: failing) {
+                // Retry a failed write, or the overflow record, on the next batch or in a second; wake
+                // for the next checkpoint.
+                var timeout: Double? = failing || buffer.unreported > 0 || closingRecordDue || stopDue ? 1 : nil
+                if let ledger, ledger.start.checkpointSeconds > 0, !ledger.stopWritten {
+                    timeout = min(timeout ?? .infinity, max(0.001, ledger.nextCheckpoint - ledger.clock()))
+                }
+                if let timeout {
+                    _ = condition.wait(until: Date(timeIntervalSinceNow: timeout))
                 } else {
                     condition.wait()
                 }
@@ -125,7 +184,10 @@ package final class LogWriter: @unchecked Sendable {
             condition.unlock()
 
             if reopen, let problem = output.reopen() { warn(problem) }
+            writeRunStart()
             failing = !write(&held) || !reportLosses()
+            writeCheckpoint()
+            if !failing { failing = !writeRunStop() }
 
             condition.lock()
             busy = false
@@ -142,6 +204,7 @@ package final class LogWriter: @unchecked Sendable {
             let problem = output.write(&held[0])
             condition.lock()
             buffer.failure = problem
+            written += records - held[0].records
             if problem != nil, buffer.overflow == .pause {
                 // Nothing is lost: what was written is released, the rest waits for the next try.
                 buffer.release(bytes: size - held[0].size, records: records - held[0].records)
@@ -183,6 +246,59 @@ package final class LogWriter: @unchecked Sendable {
         buffer.failure = problem
         condition.unlock()
         return problem == nil
+    }
+
+    // MARK: the run ledger
+
+    /// The `run-start`, once, before the run's first decision record. A failed write is not tried
+    /// again: the report then finds the run without its start, which it notes.
+    private func writeRunStart() {
+        condition.lock()
+        guard var ledger, !ledger.startWritten else { return condition.unlock() }
+        ledger.startWritten = true
+        self.ledger = ledger
+        condition.unlock()
+        _ = writeLedger(LedgerRecord(time: wallClock(), version: ledger.start.version, event: .start(ledger.start)))
+    }
+
+    /// A `run-checkpoint` when one is due, counting what was written before it. One that cannot be
+    /// written is skipped: the next one says the same and more.
+    private func writeCheckpoint() {
+        condition.lock()
+        guard var ledger, ledger.checkpointDue else { return condition.unlock() }
+        let now = ledger.clock()
+        let interval = Double(ledger.start.checkpointSeconds)
+        ledger.nextCheckpoint += interval
+        // After a long stall, one checkpoint and the next a full interval later, not a burst.
+        if ledger.nextCheckpoint <= now { ledger.nextCheckpoint = now + interval }
+        self.ledger = ledger
+        let records = written
+        let dropped = buffer.droppedTotal
+        condition.unlock()
+        let event = LedgerRecord.Event.checkpoint(records: records, dropped: dropped, ledger.status())
+        _ = writeLedger(LedgerRecord(time: wallClock(), version: ledger.start.version, event: event))
+    }
+
+    /// The `run-stop`, last of all, when the daemon stops cleanly; false while it cannot be written
+    /// (tried again each second until the stop's deadline).
+    private func writeRunStop() -> Bool {
+        condition.lock()
+        guard stopDue, let ledger, let stop = ledger.stop else {
+            condition.unlock()
+            return true
+        }
+        let event = LedgerRecord.Event.stop(records: written, dropped: buffer.droppedTotal, stop)
+        condition.unlock()
+        let problem = writeLedger(LedgerRecord(time: wallClock(), version: ledger.start.version, event: event))
+        condition.lock()
+        if problem == nil { self.ledger?.stopWritten = true }
+        condition.unlock()
+        return problem == nil
+    }
+
+    private func writeLedger(_ record: LedgerRecord) -> String? {
+        var batch = record.batch(format: format, structured: output.structured != nil)
+        return output.write(&batch)
     }
 }
 

@@ -50,6 +50,9 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     case parentAuth
     case parentTimeout
     case parentProtocol
+    /// Not the app's: the device's own certificate fetch (trustd's caIssuers, OCSP or CRL request),
+    /// forwarded outside any app's ATS policy (action `allow`, app `system`).
+    case systemFetch
 
     package init(_ reason: BlockReason) { self = .ats(reason) }
 
@@ -59,7 +62,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .dnsNXDomain, .dnsTimeout, .dnsFailure,
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
-        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol,
+        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol, .systemFetch,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -102,7 +105,13 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .parentAuth: "parent-auth"
         case .parentTimeout: "parent-timeout"
         case .parentProtocol: "parent-protocol"
+        case .systemFetch: "system-fetch"
         }
+    }
+
+    /// An ATS decision, which an ATS rule (R1-R18) decided; not the proxy's own rules and failures.
+    package var isATSRule: Bool {
+        if case .ats(let reason) = self { !reason.isProxyRule } else { false }
     }
 
     /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
@@ -125,6 +134,10 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         }
     }
 
+    /// A failure of the origin or of the way to it (the action `error`), not a refusal: the upstream
+    /// failures, and a TLS handshake with the origin that could not be made or judged.
+    package var isFailure: Bool { isUpstreamFailure || self == .upstreamTLS || self == .upstreamTruncated }
+
     /// Reasons of a parent proxy that failed (Proxy-Status names it as the `next-hop`).
     package var isParentFailure: Bool {
         switch self {
@@ -140,7 +153,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
             switch reason {
             case .tlsVersion, .cipherSuite, .sniMismatch, .certificateUntrusted, .certificateExpired,
                  .certificateHostname, .certificateKeySize, .certificateSignatureHash, .certificatePin,
-                 .certificateTransparency:
+                 .certificateTransparency, .certificateDistrusted:
                 true
             default:
                 false

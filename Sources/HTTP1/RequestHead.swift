@@ -28,6 +28,18 @@ package struct RequestHead {
         fields.first { $0.kind == kind }.map { String(decoding: bytes[$0.value], as: UTF8.self) }
     }
 
+    /// The value of the first field named `lowercase` (any case in the head), for the rare question
+    /// about a field the parser does not recognise by kind.
+    package func field(named lowercase: String) -> String? {
+        let name = Array(lowercase.utf8)
+        return bytes.withUnsafeBytes { head in
+            fields.first { field in
+                field.kind == .other && field.name.count == name.count
+                    && HeaderFields.equalsIgnoringCase(UnsafeRawBufferPointer(rebasing: head[field.name]), lowercase: name)
+            }.map { String(decoding: head[$0.value], as: UTF8.self) }
+        }
+    }
+
     private static let http = Array("http://".utf8)
     private static let https = Array("https://".utf8)
 

@@ -45,9 +45,9 @@ package final class CertificateVerdictCache: Sendable {
     private let capacity: Int
     private let timeToLive: Double
 
-    /// Hits and misses, kept by the server so they outlive a reload (which starts a new cache: the
-    /// trust store or the pins may have changed).
-    /// Lookups answered from the cache and those computed, counted across reloads (the daemon's).
+    /// Lookups answered from the cache and those computed, counted across reloads (the daemon's). The
+    /// cache itself is one generation's: a reload starts a new one, so verdicts under one trust store
+    /// (or set of pins) never answer for another.
     private let counters: VerdictCounters
 
     package init(capacity: Int, timeToLive: Double, counters: VerdictCounters) {
@@ -67,10 +67,25 @@ package final class CertificateVerdictCache: Sendable {
         return found
     }
 
+    /// A second stage that may take a first verdict's place: the same judgement again with the
+    /// network (caIssuers fetches), on a pool whose threads may wait on it.
+    package struct IssuerFetch: Sendable {
+        package var pool: BlockingPool
+        package var compute: @Sendable () -> ServerJudgement
+
+        package init(pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement) {
+            self.pool = pool
+            self.compute = compute
+        }
+    }
+
     /// Computes the verdict on `pool`, off the loops (once per key at a time), and calls `completion`
-    /// on `loop`.
-    package func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement, on loop: EventLoop,
-                 completion: @escaping (ServerJudgement) -> Void) {
+    /// on `loop`. When the verdict lacks an issuer that a caIssuers URL may give (`missingIssuerURLs`)
+    /// and `fetchingIssuers` is given, that stage's verdict replaces it: a CPU pool never waits on
+    /// the network, and most chains (complete ones) never leave it.
+    package func compute(_ key: Key, on pool: BlockingPool, compute: @escaping @Sendable () -> ServerJudgement,
+                         fetchingIssuers: IssuerFetch? = nil, on loop: EventLoop,
+                         completion: @escaping (ServerJudgement) -> Void) {
         nonisolated(unsafe) let completion = completion
         counters.misses.add(1, ordering: .relaxed)
         let first = state.withLock { state -> Bool in
@@ -81,23 +96,33 @@ package final class CertificateVerdictCache: Sendable {
         guard first else { return }
         pool.submit { [self] in
             let judgement = compute()
-            let time = monotonic()
-            let waiters = state.withLock { state -> [(EventLoop, (ServerJudgement) -> Void)] in
+            if let fetchingIssuers, !judgement.missingIssuerURLs.isEmpty {
+                fetchingIssuers.pool.submit { [self] in finish(key, fetchingIssuers.compute()) }
+            } else {
+                finish(key, judgement)
+            }
+        }
+    }
+
+    /// Keeps `judgement` (no longer than it allows) and hands it to every tunnel that waited for it.
+    private func finish(_ key: Key, _ judgement: ServerJudgement) {
+        let time = monotonic()
+        let lifetime = min(timeToLive, judgement.maximumAge ?? timeToLive)
+        let waiters = state.withLock { state -> [(EventLoop, (ServerJudgement) -> Void)] in
+            if state.entries.count >= capacity {
+                state.entries = state.entries.filter { $0.value.expires > time }
+                // Still full: drop about a quarter, oldest first.
                 if state.entries.count >= capacity {
-                    state.entries = state.entries.filter { $0.value.expires > time }
-                    // Still full: drop about a quarter, oldest first.
-                    if state.entries.count >= capacity {
-                        let oldest = state.entries.sorted { $0.value.expires < $1.value.expires }.prefix(capacity / 4 + 1)
-                        for (key, _) in oldest { state.entries[key] = nil }
-                    }
+                    let oldest = state.entries.sorted { $0.value.expires < $1.value.expires }.prefix(capacity / 4 + 1)
+                    for (key, _) in oldest { state.entries[key] = nil }
                 }
-                state.entries[key] = Entry(judgement: judgement, expires: time + timeToLive)
-                return state.waiting.removeValue(forKey: key) ?? []
             }
-            for (loop, completion) in waiters {
-                nonisolated(unsafe) let completion = completion
-                loop.execute { completion(judgement) }
-            }
+            state.entries[key] = Entry(judgement: judgement, expires: time + lifetime)
+            return state.waiting.removeValue(forKey: key) ?? []
+        }
+        for (loop, completion) in waiters {
+            nonisolated(unsafe) let completion = completion
+            loop.execute { completion(judgement) }
         }
     }
 }

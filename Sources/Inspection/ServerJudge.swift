@@ -6,39 +6,64 @@ import POSIX
 
 /// Turns TLSClient's certificate evaluation and probes into the proxy's judgements.
 package struct ServerJudge: Sendable {
-    /// The system store, loaded once, for configurations without --ca-file.
+    /// The system store, loaded once, for configurations that name no store (in-process ones).
     private static let systemStore: TrustStore? = try? TrustStore()
 
     package let store: TrustStore?
-    /// R16 (`--certificate-transparency`, `--ct-log-list`); nil when off.
+    /// R16 (`--certificate-transparency`, `--ct-log-list`, or the store's own log list); nil when off.
     package let transparency: TransparencyCheck?
+    /// Completes a chain that lacks an issuer from its caIssuers URL (`--aia-fetch on`); nil when off.
+    /// Its cache is the daemon's, kept across reloads.
+    package let aia: AIAFetcher?
 
-    package init(store: TrustStore?, transparency: TransparencyCheck? = nil) {
+    package init(store: TrustStore?, transparency: TransparencyCheck? = nil, aia: AIAFetcher? = nil) {
         self.store = store ?? ServerJudge.systemStore
         self.transparency = transparency
+        self.aia = aia
+    }
+
+    /// The fetcher for one tunnel: through the parent proxy the tunnel goes through, if any (the
+    /// origin's network may be reachable only through it); nil when fetching is off.
+    package func fetcher(through parent: AIAFetcher.Parent?) -> AIAFetcher? {
+        guard var fetcher = aia else { return nil }
+        fetcher.parent = parent
+        return fetcher
     }
 
     /// R15, R15a, R16 and R17 on the chain a TLS 1.2-or-lower server sent, with the SCTs its
-    /// ServerHello carried.
+    /// ServerHello carried. Without `issuers` it never waits on the network: a chain that lacks an
+    /// issuer comes back with `missingIssuerURLs`, for a second evaluation with them on a pool that may wait.
     package func evaluate(chain: [[UInt8]], scts: [[UInt8]] = [], host: String, requirements: Requirements,
-                  pin: PinnedDomain?) -> ServerJudgement {
+                          pin: PinnedDomain?, issuers: AIAFetcher? = nil) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
         let presented = transparency == nil ? [] : scts.map { PresentedSCT(source: .tlsExtension, bytes: $0) }
         let verdict = CertificateEvaluator.evaluate(chain: chain, host: host, requirements: requirements, pin: pin,
-                                                    store: store, transparency: transparency, presentedSCTs: presented)
-        return ServerJudgement(verdict)
+                                                    store: store, transparency: transparency, presentedSCTs: presented,
+                                                    aia: issuers)
+        var judgement = ServerJudgement(verdict)
+        judgement.capAge(verdict, issuers)
+        // Only worth a second stage when this one could not fetch and the fetcher is on.
+        if issuers != nil || aia == nil { judgement.missingIssuerURLs = [] }
+        return judgement
     }
 
     /// R15/R17 by a handshake of our own with the same address and server name (TLS 1.3, resumption).
     /// Through a parent proxy, `address` is the parent's, `port` the origin's, and the probe asks the
-    /// parent to CONNECT as the tunnel did.
+    /// parent to CONNECT as the tunnel did. A probe waits on the network anyway: it fetches a missing
+    /// issuer itself (`issuers`).
     package func probe(address: SocketAddress, port: Int, tunnel: ProbeTunnel?, serverName: String?, host: String,
-               requirements: Requirements, pin: PinnedDomain?, timeout: Double) -> ServerJudgement {
+                       requirements: Requirements, pin: PinnedDomain?, timeout: Double,
+                       issuers: AIAFetcher? = nil) -> ServerJudgement {
         guard let store else { return unavailable(host, requirements) }
         let target = ProbeTarget(host: serverName ?? host, port: port, addresses: [address.ip.description], tunnel: tunnel)
-        let result = TLSProbe(store: store, timeout: timeout, transparency: transparency)
+        let result = TLSProbe(store: store, timeout: timeout, transparency: transparency, aia: issuers)
             .probe(target, requirements: requirements, pin: pin)
-        if let session = result.session { return ServerJudgement(session.certificate) }
+        if let session = result.session {
+            var judgement = ServerJudgement(session.certificate)
+            judgement.capAge(session.certificate, issuers)
+            judgement.missingIssuerURLs = []
+            return judgement
+        }
         let failure = result.failure?.description ?? "no answer"
         let message = "the certificate of \(host) could not be checked: a probe of \(address) failed (\(failure))"
         guard requirements.certificateChecks || pin != nil else {
@@ -73,5 +98,17 @@ extension ServerJudgement {
         if !tolerated.isEmpty {
             note = "tolerated (cleartext is allowed for this host): " + tolerated.map(\.message).joined(separator: "; ")
         }
+        certificateDepth = verdict.certificateDepth
+        aiaFetched = verdict.aiaFetched
+        missingIssuerURLs = verdict.missingIssuerURLs
+    }
+
+    /// An untrusted chain after a failed caIssuers fetch is judged again once `fetcher` forgets the
+    /// failure, as the device would fetch again then: the verdict is kept no longer.
+    mutating func capAge(_ verdict: CertificateVerdict, _ fetcher: AIAFetcher?) {
+        guard let fetcher, !verdict.trusted,
+              verdict.aiaFetches.contains(where: { if case .failed = $0.outcome { true } else { false } }) else { return }
+        let lifetime = fetcher.cache.failureLifetime.components
+        maximumAge = Double(lifetime.seconds) + Double(lifetime.attoseconds) / 1e18
     }
 }

@@ -20,4 +20,23 @@ package struct ServerJudgement: Sendable {
     package var certificate: LoggedCertificate?
     /// A remark for the record when nothing blocked (e.g. what was tolerated).
     package var note: String?
+    /// The certificate the deciding finding is about (0 = the leaf): `certificate_depth`.
+    package var certificateDepth: Int?
+    /// The caIssuers URL(s) the chain was completed from: `aia_fetched`.
+    package var aiaFetched: String?
+    /// The chain lacks an issuer that these caIssuers http:// URLs may give (judged without fetching).
+    package var missingIssuerURLs: [String] = []
+    /// Seconds the verdict may be reused at most, below `--verdict-ttl`: an untrusted chain whose
+    /// caIssuers fetch failed is asked again as soon as the failure is forgotten.
+    package var maximumAge: Double?
+}
+
+extension DecisionRecord {
+    /// The certificate verdict's facts for the record (its outcome is `enforce`'s to write).
+    package mutating func noteCertificate(_ judgement: ServerJudgement) {
+        certificate = judgement.certificate
+        toleratedFindings = judgement.tolerated
+        certificateDepth = judgement.blocking != nil || !judgement.tolerated.isEmpty ? judgement.certificateDepth : nil
+        aiaFetched = judgement.aiaFetched
+    }
 }

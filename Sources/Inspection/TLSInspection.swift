@@ -173,6 +173,10 @@ package struct TLSInspection {
         let messages: [HandshakeMessage]
         do {
             messages = try serverReader.feed(bytes)
+        } catch let error where error.isOversizedCertificate {
+            // TLS, but a chain larger than the device's TLS stack reads: the device fails it too.
+            return [.refuse(.fail(.upstreamTLS, status: 502, message: "the origin's certificate chain is refused: \(error)"),
+                            .handshakeFailure)]
         } catch {
             return [.refuse(.fail(.upstreamProtocol, status: 502, message: "the origin's answer is not TLS: \(error)"),
                             .handshakeFailure)]

@@ -42,7 +42,7 @@ extension Reason {
                 .tlsProtocolError
             case .certificateUntrusted, .certificateExpired, .certificateHostname, .certificateKeySize,
                  .certificateSignatureHash, .certificateLifetime, .certificateUsage, .certificatePin,
-                 .certificateTransparency:
+                 .certificateTransparency, .certificateDistrusted:
                 .tlsCertificateError
             }
         case .badRequest, .requestTimeout, .notAProxyRequest, .methodNotAllowed, .clientTimeout, .clientTLS,
@@ -69,6 +69,9 @@ extension Reason {
         case .parentUnreachable: .destinationUnavailable
         // The parent wants other credentials than --parent gives: the proxy's configuration is wrong.
         case .parentAuth: .proxyConfigurationError
+        // Never sent: a system fetch is forwarded and the origin's response passes as it came. The
+        // type the proxy's other allowed answers carry.
+        case .systemFetch: .proxyInternalResponse
         }
     }
 }

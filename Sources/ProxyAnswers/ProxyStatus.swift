@@ -29,15 +29,16 @@ package struct ProxyStatus: Equatable {
     /// The field for `verdict`'s answer, with what `record` knows: the rule that decided and the parent.
     package init(_ verdict: Verdict, record: DecisionRecord) {
         switch verdict {
-        case .allow, .upgrade:
+        case .allow, .exempt, .upgrade:
             self.init()
         case .serve:
             // The PAC file: the RFC's type for a response made without asking any next hop.
             self.init(error: .proxyInternalResponse)
         case .redirect:
             // The http:// request was not forwarded: ATS does not allow it (the decision's rule);
-            // the 308 points at the load it does allow.
-            self.init(error: .httpRequestDenied, details: Self.details(.ats(.cleartextHTTP), rule: record.loggedRule))
+            // the 308 points at the load it does allow. Its record's action is `upgrade`, with no
+            // reason (a reason names a refusal), and so are these details.
+            self.init(error: .httpRequestDenied, details: ["upgrade", record.loggedRule].compactMap { $0 }.joined(separator: " "))
         case .challenge:
             self.init(reason: .ats(.authRequired), record: record)
         case .throttle:
@@ -56,10 +57,11 @@ package struct ProxyStatus: Equatable {
         if reason.isParentFailure { nextHop = record.parent }
     }
 
-    /// `cleartext-http R10`: the reason, and the rule for an ATS reason (the proxy's own reasons have
-    /// none of their own; the decision's rule would only say why the destination was allowed).
+    /// `cleartext-http R10`: the reason, and the rule for an ATS reason (the proxy's own reasons and
+    /// access rules have none of their own; the decision's rule would only say why the destination
+    /// was allowed).
     package static func details(_ reason: Reason, rule: String?) -> String {
-        guard case .ats = reason, let rule else { return reason.rawValue }
+        guard case .ats(let blocked) = reason, !blocked.isProxyRule, let rule else { return reason.rawValue }
         return reason.rawValue + " " + rule
     }
 

@@ -8,6 +8,9 @@ import TLSWire
 package enum Verdict {
     /// Proceed: tunnel or forward.
     case allow
+    /// Proceed outside every app's ATS policy, for a reason the record names: the device's own
+    /// traffic (`system-fetch`).
+    case exempt(Reason, message: String)
     /// Carry a plain request to the origin over TLS (`--cleartext upgrade`).
     case upgrade
     /// Refused by ATS or an access rule. A nil message is the decision's own (formatted lazily); a
@@ -29,7 +32,7 @@ package enum Verdict {
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     package var status: Int {
         switch self {
-        case .allow, .upgrade, .serve: 200
+        case .allow, .exempt, .upgrade, .serve: 200
         case .block: 403
         case .challenge: 407
         case .throttle: 429
@@ -40,7 +43,7 @@ package enum Verdict {
 
     package var action: RecordAction {
         switch self {
-        case .allow, .serve: .allow
+        case .allow, .exempt, .serve: .allow
         case .block, .challenge, .throttle: .block
         case .upgrade, .redirect: .upgrade
         case .answer, .fail: .error

@@ -1,4 +1,5 @@
 import AppleTrustStore
+import ATSPolicy
 import Foundation
 
 /// A trust store in the layout of Apple's security_certificates project, read from a directory
@@ -7,7 +8,12 @@ import Foundation
 ///   certificates/constraints.json              "system": root SHA-256 -> the policies it may anchor
 ///   certificate_transparency/log_list.json     Apple's CT log list (optional)
 ///   SOURCE                                     key=value lines: tag, commit (atsgate's snapshot)
-/// A root that constraints.json does not name may anchor any policy.
+///   distrust.json                              atsgate's own addition (optional): date-based distrusts
+/// A root that constraints.json does not name may anchor any policy. Apple's project carries no data
+/// for date-based distrusts (trustd has them in its code), so a directory may list them in
+/// distrust.json, which then replaces atsgate's table (`AppleDistrust`) for that store:
+///   {"distrusted": [{"name": "...", "certificate_sha256": "<hex>", "spki_sha256": "<hex>",
+///                    "issued_after": "2024-11-15", "source": "https://support.apple.com/121668"}]}
 struct AppleStoreLayout {
     struct Root {
         /// The path errors and messages name.
@@ -22,11 +28,14 @@ struct AppleStoreLayout {
     static let rootsPath = "certificates/roots"
     static let constraintsPath = "certificates/constraints.json"
     static let logListPath = "certificate_transparency/log_list.json"
+    static let distrustPath = "distrust.json"
 
     var roots: [Root]
     var logList: CTLogList?
     /// The SOURCE file's tag, else the project's TRUST_STORE_VERSION, else "unknown".
     var version: String
+    /// distrust.json's entries; nil without the file (atsgate's table applies).
+    var distrusted: [DistrustedCA]?
 
     /// Apple's SSL policy and its server variant (kSecPolicyAppleSSL, kSecPolicyAppleSSLServer): a root
     /// constrained to other policies does not anchor a TLS server chain.
@@ -156,6 +165,8 @@ struct AppleStoreLayout {
         } else {
             logList = nil
         }
+        distrusted = Self.exists(Self.distrustPath, in: files)
+            ? try Self.distrusts(try files.read(Self.distrustPath).get(), file: files.name(Self.distrustPath)) : nil
         var source: [String: String] = [:]
         if case .success(let data) = files.read("SOURCE") {
             for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
@@ -196,6 +207,47 @@ struct AppleStoreLayout {
                 oids.append(oid)
             }
             result[hash.uppercased()] = oids
+        }
+        return result
+    }
+
+    /// distrust.json's entries: each a CA by its certificate's SHA-256 (and its key's, optional), the day
+    /// after which its certificates are distrusted, and where that was announced.
+    private static func distrusts(_ data: Data, file: String) throws(TrustStoreError) -> [DistrustedCA] {
+        guard let object = try? JSONSerialization.jsonObject(with: data), let top = object as? [String: Any],
+              let list = top["distrusted"] as? [Any] else {
+            throw TrustStoreError(store: file, key: "distrusted", problem: "expected an object with a \"distrusted\" array")
+        }
+        let day = DateFormatter()
+        day.locale = Locale(identifier: "en_US_POSIX")
+        day.timeZone = TimeZone(identifier: "UTC")
+        day.dateFormat = "yyyy-MM-dd"
+        var result: [DistrustedCA] = []
+        for (index, element) in list.enumerated() {
+            let key = "distrusted[\(index)]"
+            guard let entry = element as? [String: Any] else {
+                throw TrustStoreError(store: file, key: key, problem: "expected an object")
+            }
+            func hash(_ name: String, required: Bool) throws(TrustStoreError) -> String {
+                guard let value = entry[name] else {
+                    if required { throw TrustStoreError(store: file, key: "\(key).\(name)", problem: "missing") }
+                    return ""
+                }
+                guard let text = value as? String, text.count == 64, text.allSatisfy(\.isHexDigit) else {
+                    throw TrustStoreError(store: file, key: "\(key).\(name)", problem: "expected a SHA-256 in hex (64 digits)")
+                }
+                return text.uppercased()
+            }
+            let certificate = try hash("certificate_sha256", required: true)
+            let spki = try hash("spki_sha256", required: false)
+            guard let after = entry["issued_after"] as? String, let date = day.date(from: after) else {
+                throw TrustStoreError(store: file, key: "\(key).issued_after", problem: "expected a day, YYYY-MM-DD")
+            }
+            let name = entry["name"] as? String ?? certificate
+            let source = entry["source"] as? String ?? file
+            // "Issued after" the day: from the next midnight (UTC) on, as AppleDistrust reads Apple's dates.
+            result.append(DistrustedCA(certificateSHA256: certificate, spkiSHA256: spki,
+                                       distrust: .init(name: name, from: date.addingTimeInterval(86_400), source: source)))
         }
         return result
     }

@@ -80,7 +80,8 @@ public final class TrustStore: @unchecked Sendable {
 
     /// The store of `kind`, plus every certificate of each PEM file in `caFiles` as a user-installed
     /// root. `distrusted` are the date-based distrusts to apply to chains of this store (Apple's, by
-    /// default). Throws naming the file, and the key within it, that cannot be used.
+    /// default; a directory's distrust.json replaces them). Throws naming the file, and the key within
+    /// it, that cannot be used.
     public convenience init(_ kind: TrustStoreKind, caFiles: [String] = [],
                             distrusted: [DistrustedCA] = AppleDistrust.table) throws(TrustStoreError) {
         try self.init(kind, caFiles: caFiles, systemRoots: nil, distrusted: distrusted)
@@ -136,8 +137,8 @@ public final class TrustStore: @unchecked Sendable {
         constrainedRoots = constrained
         constrainedRootCount = constrained.count
         var distrusts: [[UInt8]: ChainCertificate.Distrust] = [:]
-        for entry in distrusted {
-            for hex in [entry.certificateSHA256, entry.spkiSHA256] {
+        for entry in layout?.distrusted ?? distrusted {
+            for hex in [entry.certificateSHA256, entry.spkiSHA256] where !hex.isEmpty {
                 if let bytes = Self.bytes(hex: hex) { distrusts[bytes] = entry.distrust }
             }
         }

@@ -25,6 +25,8 @@ public struct InputStats: Sendable {
     public var overflowRecords = 0
     /// Decisions the proxy made but could not log (the sum of the `log-overflow` records' `dropped`).
     public var dropped = 0
+    /// Records of the run ledger (`run-start`, `run-checkpoint`, `run-stop`): the log's, not decisions.
+    public var ledgerRecords = 0
 
     public init(path: String, kind: Kind = .log) {
         self.path = path
@@ -46,6 +48,7 @@ public struct InputStats: Sendable {
         skipped.merge(other.skipped, uniquingKeysWith: +)
         overflowRecords += other.overflowRecords
         dropped += other.dropped
+        ledgerRecords += other.ledgerRecords
         if creator == nil { creator = other.creator }
     }
 }

@@ -52,6 +52,10 @@ public struct RecordScanner {
         /// tells a null (TLS 1.3: encrypted) from a record without the field.
         public var clientAlert = Span.none
         public var clientAlertLogged = false
+        /// The daemon's run (`run`), on every record of a daemon that keeps the run ledger.
+        public var run = Span.none
+        /// `ledger` of the run ledger's own records (`run-start`, `run-checkpoint`, `run-stop`).
+        public var ledger = Span.none
 
         /// The fields without which a line is not a decision record. (The proxy's own answers to
         /// requests that name no destination, such as a 400, have a null scheme, host and port.)
@@ -68,6 +72,8 @@ public struct RecordScanner {
 
     public enum Outcome {
         case record(Fields)
+        /// A record of the run ledger (`ledger`, and no `action`): the log's own, not a decision.
+        case ledger(Fields)
         /// A JSON object without the fields a decision has (listed).
         case missingFields([String])
         /// Not a JSON object at all, or cut short.
@@ -81,6 +87,7 @@ public struct RecordScanner {
         var fields = Fields()
         switch scan(line, into: &fields) {
         case .record: return .record(fields)
+        case .ledger: return .ledger(fields)
         case .missingFields: return .missingFields(fields.missing)
         case .notARecord: return .notARecord
         }
@@ -88,7 +95,7 @@ public struct RecordScanner {
 
     /// What `scan(_:into:)` found; the fields are in its argument.
     public enum Kind {
-        case record, missingFields, notARecord
+        case record, ledger, missingFields, notARecord
     }
 
     /// Scans one line into `fields` (which must start empty): the hot path, with no copy of the fields.
@@ -113,6 +120,7 @@ public struct RecordScanner {
             guard cursor.atEnd else { return .notARecord }
             break
         }
+        if fields.time.isPresent, fields.ledger.isPresent, !fields.action.isPresent { return .ledger }
         return fields.time.isPresent && fields.action.isPresent ? .record : .missingFields
     }
 
@@ -134,6 +142,8 @@ public struct RecordScanner {
         case .message?: return cursor.stringOrNull(into: &fields.message)
         case .userAgent?: return cursor.stringOrNull(into: &fields.userAgent)
         case .device?: return cursor.stringOrNull(into: &fields.device)
+        case .run?: return cursor.stringOrNull(into: &fields.run)
+        case .ledger?: return cursor.stringOrNull(into: &fields.ledger)
         case .clientAlert?:
             fields.clientAlertLogged = true
             return cursor.stringOrNull(into: &fields.clientAlert)
@@ -257,7 +267,7 @@ public struct RecordScanner {
 /// The keys the report reads, recognised by length and bytes.
 private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
-    case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert
+    case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert, run, ledger
 
     package init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -268,6 +278,8 @@ private enum Key {
         case (4, UInt8(ascii: "h")) where equals("host"): self = .host
         case (4, UInt8(ascii: "p")) where equals("port"): self = .port
         case (3, UInt8(ascii: "a")) where equals("app"): self = .app
+        case (3, UInt8(ascii: "r")) where equals("run"): self = .run
+        case (6, UInt8(ascii: "l")) where equals("ledger"): self = .ledger
         case (6, UInt8(ascii: "p")) where equals("policy"): self = .policy
         case (6, UInt8(ascii: "s")) where equals("scheme"): self = .scheme
         case (6, UInt8(ascii: "a")) where equals("action"): self = .action

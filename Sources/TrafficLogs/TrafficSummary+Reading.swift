@@ -3,14 +3,16 @@ import Foundation
 
 extension TrafficSummary {
     /// Reads every line of `paths` (files, directories, `-`, `.gz`), and every entry of the HAR files
-    /// among them (`.har`, `.har.gz`; `ID=FILE` makes its entries app ID's, else the file's name is).
+    /// among them (`.har`, `.har.gz`; `ID=FILE` makes its entries app ID's, else `harApp`'s when given,
+    /// else the file's name is).
     ///
     /// A large plain file is cut at line boundaries (a HAR at entry boundaries) into one part per core,
     /// read in parallel, and the parts' summaries merged (the summary does not depend on the order of
     /// records, so this is the same result as one pass).
     /// (`harBuffer` is the HAR parser's read buffer: its size never changes the result, which tests check.)
     public static func read(_ paths: [String], parallelism: Int = ProcessInfo.processInfo.activeProcessorCount,
-                            parallelMinimum: Int = 32 << 20, harBuffer: Int = LogReader.chunkSize)
+                            parallelMinimum: Int = 32 << 20, harBuffer: Int = LogReader.chunkSize,
+                            harApp: String? = nil)
         throws(LogReadError) -> TrafficSummary {
         let reader = LogReader()
         var summary = TrafficSummary()
@@ -23,7 +25,7 @@ extension TrafficSummary {
             }
             for file in try reader.expand([path]) {
                 if HARFile.isHAR(file) {
-                    summary.merge(try HARFile.read(file, app: app ?? HARFile.defaultApp(file), bufferSize: harBuffer,
+                    summary.merge(try HARFile.read(file, app: app ?? harApp ?? HARFile.defaultApp(file), bufferSize: harBuffer,
                                                    parallelism: parallelism, parallelMinimum: parallelMinimum))
                 } else {
                     try readLog(file, reader: reader, parallelism: parallelism, parallelMinimum: parallelMinimum,

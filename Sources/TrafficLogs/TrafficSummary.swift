@@ -7,9 +7,13 @@ public struct TrafficSummary: Sendable {
     public internal(set) var buckets = TimeBuckets()
     /// Records of the proxy's own answers that name no destination (bad requests, timeouts), per app.
     public internal(set) var undirected: [String: [String: Int]] = [:]
+    /// The daemon runs the records name (the run ledger), in the order first read.
+    public internal(set) var runs: [LoggedRun] = []
 
     public var records: Int { inputs.reduce(0) { $0 + $1.records } }
     public var apps: [String] { Array(Set(destinations.map(\.app))).sorted() }
+    /// The logs hold run ledger records (a daemon that keeps the ledger wrote them).
+    public var hasLedger: Bool { runs.contains(where: \.hasLedger) }
 
     public init() {}
 
@@ -21,6 +25,9 @@ public struct TrafficSummary: Sendable {
         }
         for (app, reasons) in other.undirected {
             undirected[app, default: [:]].merge(reasons, uniquingKeysWith: +)
+        }
+        for run in other.runs {
+            if let index = runs.firstIndex(where: { $0.id == run.id }) { runs[index].merge(run) } else { runs.append(run) }
         }
         if destinations.isEmpty { destinations = other.destinations; return }
         var index: [String: Int] = [:]
@@ -37,10 +44,11 @@ public struct TrafficSummary: Sendable {
 
     /// `TrafficSummaryBuilder.finish()`'s result, its tables already sorted and flushed.
     package init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
-         undirected: [String: [String: Int]]) {
+         undirected: [String: [String: Int]], runs: [LoggedRun] = []) {
         self.destinations = destinations
         self.inputs = inputs
         self.buckets = buckets
         self.undirected = undirected
+        self.runs = runs
     }
 }

@@ -49,11 +49,18 @@ public struct TrafficSummaryBuilder {
     private var inputs: [InputStats] = []
     private var buckets = TimeBuckets()
     private var undirected: [String: [String: Int]] = [:]
+    /// The daemon runs the records name (the run ledger), by id; the last one's bytes and slot, since
+    /// a log holds long stretches of one run.
+    private var runs: [LoggedRun] = []
+    private var runSlots: [String: Int] = [:]
+    private var lastRun: [UInt8] = []
+    private var lastRunSlot = -1
 
     public init() {}
 
     public mutating func begin(path: String) {
         inputs.append(InputStats(path: path))
+        lastRunSlot = -1
     }
 
     /// Starts a HAR input whose entries are `app`'s.
@@ -79,11 +86,31 @@ public struct TrafficSummaryBuilder {
             skip(input, why: "not a JSON object", notRecord: true)
         case .missingFields:
             skip(input, why: "no \(fields.missing.joined(separator: ", "))", notRecord: false)
+        case .ledger:
+            // Not a decision: the log's own account of its run.
+            guard let time = Timestamp.milliseconds(span(fields.time, line)) else {
+                return skip(input, why: "time is not an RFC 3339 UTC timestamp", notRecord: false)
+            }
+            var record = LoggedRun(id: fields.run.isPresent ? RecordScanner.string(fields.run, in: line) : "")
+            guard fields.run.isPresent, record.read(ledger: line, time: time) else {
+                return skip(input, why: "a ledger record without run, or of an unknown kind", notRecord: false)
+            }
+            inputs[input].ledgerRecords += 1
+            record.saw(time, in: inputs[input].path)
+            let slot = runSlot(fields.run, line, input: input)
+            runs[slot].merge(record)
         case .record:
             guard let time = Timestamp.milliseconds(span(fields.time, line)) else {
                 return skip(input, why: "time is not an RFC 3339 UTC timestamp", notRecord: false)
             }
-            if fields.dropped >= 0, isLogOverflow(fields, line) {
+            let overflow = fields.dropped >= 0 && isLogOverflow(fields, line)
+            if fields.run.isPresent {
+                let slot = runSlot(fields.run, line, input: input)
+                if time < runs[slot].firstTime { runs[slot].firstTime = time }
+                if time > runs[slot].lastTime { runs[slot].lastTime = time }
+                if !overflow { runs[slot].decisions += 1 }
+            }
+            if overflow {
                 // Not a decision: the proxy saying how many it could not write.
                 inputs[input].overflowRecords += 1
                 inputs[input].dropped += fields.dropped
@@ -92,6 +119,29 @@ public struct TrafficSummaryBuilder {
             inputs[input].records += 1
             add(fields, time: time, line: line)
         }
+    }
+
+    /// The slot of the run `field` names, made on its first record; the current input is added to
+    /// the run's when the run changes.
+    private mutating func runSlot(_ field: RecordScanner.Span, _ line: UnsafeRawBufferPointer, input: Int) -> Int {
+        let bytes = span(field, line)
+        if lastRunSlot >= 0, !field.escaped, bytes.count == lastRun.count,
+           lastRun.withUnsafeBytes({ memcmp($0.baseAddress!, bytes.baseAddress!, bytes.count) == 0 }) {
+            return lastRunSlot
+        }
+        let id = RecordScanner.string(field, in: line)
+        let slot: Int
+        if let known = runSlots[id] {
+            slot = known
+        } else {
+            slot = runs.count
+            runSlots[id] = slot
+            runs.append(LoggedRun(id: id))
+        }
+        runs[slot].appears(in: inputs[input].path)
+        lastRun = Array(bytes)
+        lastRunSlot = slot
+        return slot
     }
 
     /// The proxy's `log-overflow` record (action `error`, reason `log-overflow`).
@@ -365,6 +415,6 @@ public struct TrafficSummaryBuilder {
         result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
         var merged = buckets
         merged.flush()
-        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected)
+        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected, runs: runs)
     }
 }

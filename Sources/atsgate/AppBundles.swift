@@ -187,7 +187,7 @@ enum AppBundles {
             } catch {
                 throw BundleLoadError(path: path, problem: error.described(as: plist))
             }
-            let strings = rootStrings(data)
+            let strings = PolicyLoader.rootStrings(data)
             guard let identifier = strings["CFBundleIdentifier"], !identifier.isEmpty else {
                 throw BundleLoadError(path: path, problem: "\(plist) has no CFBundleIdentifier")
             }
@@ -196,17 +196,5 @@ enum AppBundles {
                                        source: source))
         }
         return result
-    }
-
-    /// The string values at the root of a plist or JSON document.
-    static func rootStrings(_ data: Data) -> [String: String] {
-        let root: Any?
-        if PolicyLoader.looksLikeJSON(data) {
-            root = try? JSONSerialization.jsonObject(with: data)
-        } else {
-            root = try? PropertyListSerialization.propertyList(from: data, format: nil)
-        }
-        guard let dictionary = root as? [String: Any] else { return [:] }
-        return dictionary.compactMapValues { $0 as? String }
     }
 }

@@ -24,7 +24,7 @@ struct Atsgate: ParsableCommand {
             Foundation.exit(failure.exitCode)
         } catch {
             let code = exitCode(for: error)
-            let message = fullMessage(for: error)
+            let message = UsageHints.rewrite(fullMessage(for: error))
             if code == .success {
                 if !message.isEmpty { print(message) }
                 Foundation.exit(0)

@@ -1,3 +1,4 @@
+import DecisionLog
 import Dispatch
 import Foundation
 import HandOver
@@ -33,7 +34,7 @@ extension Daemon {
         // process as soon as MAINPID names it.
         for ignored in [SIGHUP, SIGUSR1, SIGUSR2] { signal(ignored, SIG_IGN) }
         do {
-            try link.send(.hello, HelloHeader(version: AtsgateVersion.string, pid: pid))
+            try link.send(.hello, HelloHeader(version: AtsgateVersion.string, pid: pid, run: LogRun.id))
         } catch {
             throw CommandFailure(message: "upgrade: \(error)", exitCode: 1)
         }
@@ -60,6 +61,9 @@ extension Daemon {
         } catch {
             throw CommandFailure(message: "upgrade: \(error)", exitCode: 1)
         }
+        // This run's run-start names the old one, so that the report counts the old run as
+        // continued here, whether or not its own run-stop was written.
+        daemon.predecessor = RunPeer(run: header.run ?? "unknown", pid: header.pid, version: header.version)
         let running = try daemon.start()
         running.server.upgradesSucceeded.store(header.upgradesSucceeded, ordering: .relaxed)
         running.server.upgradesFailed.store(header.upgradesFailed, ordering: .relaxed)

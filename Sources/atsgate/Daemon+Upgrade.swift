@@ -179,7 +179,7 @@ final class BinaryUpgrade: @unchecked Sendable {
         let counts = ListenersHeader(listeners: listeners,
                                      upgradesSucceeded: server.upgradesSucceeded.load(ordering: .relaxed),
                                      upgradesFailed: server.upgradesFailed.load(ordering: .relaxed),
-                                     version: AtsgateVersion.string, pid: getpid())
+                                     version: AtsgateVersion.string, pid: getpid(), run: LogRun.id)
         do {
             try link.send(.listeners, counts, descriptors: descriptors)
         } catch {
@@ -253,14 +253,23 @@ final class BinaryUpgrade: @unchecked Sendable {
         ServiceManager.say("upgrade: \(me) hands over to \(successor): \(listeners.count) listener\(listeners.count == 1 ? "" : "s"), "
                            + "\(moved.tunnels) tunnel\(moved.tunnels == 1 ? "" : "s"), \(moved.idle) idle client\(moved.idle == 1 ? "" : "s"); "
                            + "\(staying) connection\(staying == 1 ? "" : "s") finish\(staying == 1 ? "es" : "") here")
-        server.stop(grace: grace, upgrade: true) { [server] outcome in
+        // The run-stop names the new process's run and counts the connections it took, late ones
+        // too: it is written once the drain is over.
+        let successorRun = RunPeer(run: hello.run ?? "unknown", pid: child.pid, version: hello.version)
+        let listenerCount = listeners.count
+        let handOver: @Sendable () -> RunHandOver = {
+            let counts = sender.counts
+            return RunHandOver(successor: successorRun, handedOver: counts.tunnels + counts.idle, tunnels: counts.tunnels,
+                               idleClients: counts.idle, listeners: listenerCount)
+        }
+        server.stop(grace: grace, handOver: handOver) { [server] outcome in
             server.endHandOver()
             let late = sender.counts
             let movedLate = late.tunnels + late.idle - moved.tunnels - moved.idle
             var summary = "upgrade: \(movedLate) more connection\(movedLate == 1 ? "" : "s") went to PID \(child.pid) while draining"
             if outcome.cut > 0 { summary += "; \(outcome.cut) cut at the end of the grace period" }
             ServiceManager.say(summary + "; PID \(getpid()) exits")
-            try? link.send(.exiting, ExitingHeader(run: nil, records: server.decisionCount))
+            try? link.send(.exiting, ExitingHeader(run: LogRun.id, records: server.decisionCount))
             link.close()
             exit(0)
         }

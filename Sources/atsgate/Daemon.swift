@@ -28,6 +28,9 @@ struct Daemon {
     var executable: ExecutableFile?
     /// Set when this process was started by an upgrade: the socket to the old process.
     var upgradeLink: HandOverLink?
+    /// The process this one took over from (an upgrade): its run, PID and version, which this run's
+    /// `run-start` names so that the report counts the old run as continued (RunLedger.swift).
+    var predecessor: RunPeer?
     /// The configuration a SIGHUP switches to, built off the event loops; a throw keeps the running
     /// one. `atsgate run` reads its config file and flags again; by default the same configuration
     /// comes back as a new generation.
@@ -80,11 +83,14 @@ struct Daemon {
                 admin = nil
             }
         } catch {
-            throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 1)
+            // 2, as every other reason the daemon cannot start: a supervisor or script tells "did not
+            // start" from the status alone.
+            throw CommandFailure(message: "cannot listen: \(error.description)", exitCode: 2)
         }
         ProxyServer.version = AtsgateVersion.string
         let loops = server.loopAllowance
         ServiceManager.say("\(loops.count) event loop\(loops.count == 1 ? "" : "s"): \(loops.source)")
+        server.startRun(predecessor: predecessor)
         server.start()
         admin?.start()
         return Running(server: server, admin: admin, sink: sink,
@@ -127,8 +133,10 @@ struct Daemon {
         }
         if let adminAddress = admin?.address { where_ += "; admin on \(adminAddress)" }
         let more = configuration.apps.count > 1 ? " and \(configuration.apps.count - 1) more" : ""
+        let inspection = configuration.inspection
         return "listening on \(where_) (policy \(configuration.policyLabel)\(more), "
-            + "profile \(configuration.engine.options.profile.rawValue), mode \(configuration.mode.rawValue))"
+            + "profile \(configuration.engine.options.profile.rawValue), mode \(configuration.mode.rawValue), trust store "
+            + TrustOptions.describe(inspection.trustStore, transparency: inspection.transparency, aia: inspection.aiaFetch) + ")"
     }
 }
 

@@ -31,11 +31,16 @@ struct DiagnoseCommand: ParsableCommand {
             R15/R15a with nothing tolerated, and on TLS 1.2 the extended master secret (RFC 7627) in the \
             ServerHello (reason extended-master-secret). No ATS key changes these.
 
-            --certificate-transparency adds R16 for leaves that chain to the system store and were issued \
-            after 2018-10-15: SCTs from distinct logs (embedded, TLS extension, stapled OCSP) against \
-            Apple's thresholds (2 for a lifetime up to 180 days, 3 above). WITHOUT --ct-log-list THE SCTs \
-            ARE COUNTED, NOT VERIFIED: a forged SCT counts. With --ct-log-list FILE (Apple's log list JSON) \
-            each SCT's log must be listed and its signature must verify.
+            Chains are judged against --trust-store (default apple: the snapshot of Apple's trust store \
+            atsgate ships, its roots' policy constraints, its CT log list; system: the host's CA bundle; a \
+            directory in Apple's layout: another OS release's store), plus --ca-file roots as the user or an \
+            administrator installs them. A chain that lacks an intermediate is completed from the caIssuers \
+            URL of the certificate that lacks it, as the device does (--aia-fetch off does not). Certificate \
+            Transparency (R16) is judged by default with apple and a directory that has a log list, for \
+            leaves that chain to the store and were issued after 2018-10-15: SCTs from distinct logs \
+            (embedded, TLS extension, stapled OCSP) against Apple's thresholds (2 for a lifetime up to 180 \
+            days, 3 above), each verified against the log list (--ct-log-list FILE replaces the store's). \
+            --certificate-transparency on with the system store COUNTS THE SCTs, IT DOES NOT VERIFY THEM.
 
             Each failure names the rule that decided it (R14 version and suite, R15/R15a certificate, \
             R16 CT, R17 pins, R18 system connections; R7-R12 for the app policy's lookup).
@@ -50,8 +55,8 @@ struct DiagnoseCommand: ParsableCommand {
             section never changes the exit status. JSON lines carry it as the post_quantum field.
 
             Exit status: 0 when the default ATS configuration (with --system: the system connection \
-            test) passes, 1 when it fails, 2 on a usage error (bad URL, unreadable --ca-file, --policy or \
-            --ct-log-list).
+            test) passes, 1 when it fails, 2 on a usage error (bad URL, unreadable --trust-store, --ca-file, \
+            --policy or --ct-log-list).
             """
     )
 
@@ -69,8 +74,7 @@ struct DiagnoseCommand: ParsableCommand {
                                             valueName: "name=ip"))
     var resolve: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Extra trusted root certificates, PEM (repeatable).", valueName: "file"))
-    var caFile: [String] = []
+    @OptionGroup var trust: TrustOptions
 
     @Option(name: .long, help: ArgumentHelp("Seconds to connect, and again to handshake, per test.",
                                             valueName: "seconds"))
@@ -78,16 +82,6 @@ struct DiagnoseCommand: ParsableCommand {
 
     @Flag(name: .long, help: "Judge the server by Apple's requirements for system connections (R18) instead of the ATS matrix.")
     var system = false
-
-    @Flag(name: .long, help: """
-        Check Certificate Transparency (R16) for publicly trusted leaves. Without --ct-log-list the SCTs are \
-        counted, not verified.
-        """)
-    var certificateTransparency = false
-
-    @Option(name: .long, help: ArgumentHelp("Apple's CT log list (JSON): verify each SCT's log and signature (implies --certificate-transparency).",
-                                            valueName: "file"))
-    var ctLogList: String?
 
     @Argument(help: ArgumentHelp("The URL to diagnose (https:// or http://).", valueName: "url"))
     var url: String
@@ -106,22 +100,8 @@ struct DiagnoseCommand: ParsableCommand {
         } catch {
             throw CommandFailure(message: "invalid URL \(error.description)")
         }
-        let store: TrustStore
-        do {
-            store = try TrustStore(caFiles: caFile)
-        } catch {
-            throw CommandFailure(message: error.description)
-        }
-        var transparency: TransparencyCheck?
-        if let ctLogList {
-            do {
-                transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
-            } catch {
-                throw CommandFailure(message: error.description)
-            }
-        } else if certificateTransparency {
-            transparency = TransparencyCheck()
-        }
+        let (store, transparency) = try trust.load()
+        let aia = trust.aiaFetch == .on ? AIAFetcher() : nil
         if system, destination.scheme == .http {
             throw CommandFailure(message: "--system judges TLS servers: give an https:// URL, not \(url)")
         }
@@ -132,7 +112,7 @@ struct DiagnoseCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
 
         var diagnosis = Diagnosis(destination: destination, addresses: addresses(for: destination.host, pins: pins),
-                                  probe: TLSProbe(store: store, timeout: timeout, transparency: transparency))
+                                  probe: TLSProbe(store: store, timeout: timeout, transparency: transparency, aia: aia))
         var outcomes: [DiagnoseOutcome]
         if system {
             outcomes = [diagnosis.runSystem()]
@@ -148,7 +128,9 @@ struct DiagnoseCommand: ParsableCommand {
                                                                    port: destination.port, addresses: diagnosis.addresses))
             : nil
         let report = DiagnoseReport(url: url, destination: destination, outcomes: outcomes,
-                                    caFiles: caFile, pinnedAddresses: diagnosis.addresses, system: system,
+                                    caFiles: trust.caFile, pinnedAddresses: diagnosis.addresses, system: system,
+                                    store: store, storeSummary: TrustOptions.describe(store, transparency: transparency,
+                                                                                      aia: aia != nil),
                                     transparency: transparency.map { $0.logList == nil ? "counted" : "verified" },
                                     postQuantum: postQuantum)
         let output = format == .json ? report.jsonLines : report.text

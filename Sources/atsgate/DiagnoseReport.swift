@@ -12,6 +12,9 @@ struct DiagnoseReport {
     let pinnedAddresses: [String]
     /// `--system`: one test by Apple's system connection rules (R18) instead of the ATS matrix.
     var system = false
+    /// The trust store chains were judged against (`--trust-store`), and that in one phrase.
+    var store: TrustStore?
+    var storeSummary = ""
     /// R16: nil when off, "counted" without a log list, "verified" with one.
     var transparency: String?
     /// The answer to the X25519MLKEM768 offer; nil for an http:// URL (nothing to ask).
@@ -31,6 +34,7 @@ struct DiagnoseReport {
             out += "A test will \"PASS\" if the handshake and the certificate satisfy the configuration"
                 + " (ATS-SPEC R13-R17), and \"FAIL\" otherwise, with the reason code.\n"
         }
+        if !storeSummary.isEmpty { out += "Trust store: \(storeSummary).\n" }
         if let transparency {
             out += transparency == "verified"
                 ? "Certificate Transparency (R16): SCTs verified against the log list.\n"
@@ -129,10 +133,16 @@ struct DiagnoseReport {
         out += "  SPKI      : \(leaf.spkiSHA256) (SHA-256, for NSPinnedLeafIdentities)\n"
         out += verdict.trusted
             ? "  Chain     : trusted (\(verdict.verifiedChain.joined(separator: " <- ")))"
-                + (verdict.anchor == .system ? ", system store\n" : ", operator CA file\n")
+                + (verdict.anchor == .system ? ", \(store?.name ?? "system") trust store\n" : ", operator CA file\n")
             : "  Chain     : not trusted\n"
+        if let fetched = verdict.aiaFetched {
+            out += "  AIA       : the missing intermediate was fetched from \(fetched)\n"
+        }
         for finding in verdict.findings where finding.reason != .certificatePin {
             out += "  Finding   : \(finding.reason.rawValue) (\(finding.rule.rawValue)): \(finding.message)\n"
+        }
+        if let depth = verdict.certificateDepth {
+            out += "  Depth     : \(depth) (certificate_depth: the certificate the failure is about; 0 = the leaf)\n"
         }
         return out
     }
@@ -158,6 +168,10 @@ struct DiagnoseReport {
             ("extended_master_secret", observed.map { .bool($0.extendedMasterSecret) } ?? .null),
             ("handshake", handshake),
             ("address", .optional(outcome.probe?.address)),
+            ("trust_store", .optional(store?.name)),
+            ("trust_store_version", .optional(store?.version)),
+            ("certificate_depth", outcome.passed ? .null : (session?.certificate.certificateDepth).map { .int($0) } ?? .null),
+            ("aia_fetched", .optional(observed?.certificate.aiaFetched)),
             ("certificate", observed.map { json(for: $0.certificate) } ?? .null),
             ("tolerated", .array((session?.certificate.toleratedFindings ?? []).map {
                 .object([("reason", .string($0.reason.rawValue)), ("rule", .string($0.rule.rawValue)),

@@ -11,7 +11,8 @@ struct ReportCommand: ParsableCommand {
         discussion: """
             Reads decision logs (JSON lines: files, directories, - for standard input, .gz by extension; \
             logs of several proxies merge) and HAR 1.2 captures (.har, .har.gz; ID=FILE.har counts its \
-            entries as app ID's) and says per app and destination what was or would be blocked, the \
+            entries as app ID's; without it, with one --policy, as that policy's app: its ID, its \
+            CFBundleIdentifier or its file name, as the proxy names it) and says per app and destination what was or would be blocked, the \
             narrowest change to the ATS dictionary that allows it (keys on the exact host; a parent entry \
             as the alternative) or that no key can, which keys no recorded decision used, and which servers \
             answer a post-quantum key exchange offer with a classical group. --format plist prints the \
@@ -19,7 +20,8 @@ struct ReportCommand: ParsableCommand {
             (an earlier --format json report) only findings it does not have count. Exit status: 0 when \
             nothing new was or would be blocked, 1 when something was or would be (or, for plist, the \
             suggestion could not be proven), 2 when an input cannot be read or a log lost decisions \
-            (log-overflow records) without --allow-incomplete.
+            (log-overflow records, or a run of the daemon that ended without its run-stop record: \
+            killed) without --allow-incomplete.
             """
     )
 
@@ -56,14 +58,15 @@ struct ReportCommand: ParsableCommand {
                                           + "NSIncludesSubdomains where several subdomains need the same key."))
     var consolidate = false
 
-    @Flag(name: .long, help: "Judge logs that lost decisions (log-overflow records) instead of exiting 2; the report still says how many are missing.")
+    @Flag(name: .long, help: "Judge logs that lost decisions (log-overflow records, runs without their run-stop) instead of exiting 2; the report still says what is missing.")
     var allowIncomplete = false
 
     @Flag(name: .long, help: "A server that answered a post-quantum key exchange offer with a classical group fails the gate.")
     var requireQuantumSecure = false
 
     @Argument(help: ArgumentHelp("Decision logs (files, directories, - for standard input) and HAR captures (.har; "
-                                 + "ID=FILE.har for app ID); .gz is decompressed.", valueName: "log"))
+                                 + "ID=FILE.har for app ID, else the app of the one --policy, else the file's name); "
+                                 + ".gz is decompressed.", valueName: "log"))
     var logs: [String]
 
     func run() throws {
@@ -86,7 +89,9 @@ struct ReportCommand: ParsableCommand {
         }
         let summary: TrafficSummary
         do {
-            summary = try TrafficSummary.read(logs)
+            // One policy: a capture without ID= is that app's (not its file's name), so that the same app's
+            // captures are one app, and a baseline of one run matches the next.
+            summary = try TrafficSummary.read(logs, harApp: policies.count == 1 ? policies[0].appID : nil)
         } catch {
             throw CommandFailure(message: error.description)
         }
@@ -118,7 +123,7 @@ struct ReportCommand: ParsableCommand {
         try output.close()
         if report.isIncomplete, !allowIncomplete {
             // The artefacts are written (they say so too); the gate must not pass on part of the evidence.
-            let logs = report.incompleteInputs.map(\.incompleteDescription).joined(separator: "; ")
+            let logs = report.incompleteDescriptions.joined(separator: "; ")
             throw CommandFailure(message: "incomplete evidence: \(logs); --allow-incomplete judges the rest anyway")
         }
         guard failOn == .block else { return }

@@ -18,8 +18,9 @@ struct RunCommand: ParsableCommand {
             accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
             does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
             reopens --log-file (logrotate); SIGUSR2 upgrades to the binary at the path it was started \
-            from without dropping a connection (atsgate upgrade; see docs/upgrades.md). It exits non-zero with a one-line \
-            cause on stderr when it cannot start (bad flag, port in use, unreadable policy).
+            from without dropping a connection (atsgate upgrade; see docs/upgrades.md). It exits 2 with a \
+            one-line cause on stderr when it cannot start (a bad flag or value, a port in use, an \
+            unreadable policy or file).
             """
     )
 
@@ -34,6 +35,7 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var dns: DNSOptions
     @OptionGroup var upstream: UpstreamOptions
     @OptionGroup var inspection: InspectionOptions
+    @OptionGroup var trust: TrustOptions
     @OptionGroup var service: ServiceOptions
 
     /// The daemon's configuration from these flags (the config file already folded in), with the
@@ -49,6 +51,7 @@ struct RunCommand: ParsableCommand {
         try dns.apply(to: &configuration)
         try upstream.apply(to: &configuration)
         try inspection.apply(to: &configuration)
+        try trust.apply(to: &configuration)
         return configuration
     }
 

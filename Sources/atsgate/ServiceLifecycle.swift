@@ -186,7 +186,8 @@ final class ServiceLifecycle: @unchecked Sendable {
         }
         upgrade.abandon(name)
         if stopping {
-            // Asked twice: do not wait for connections any longer; the log gets one second.
+            // Asked twice: do not wait for connections any longer; the log gets one second. No
+            // run-stop: the connections still open end unlogged, so the run is left incomplete.
             let unwritten = server.flushLog(within: 1)
             if unwritten > 0 { ServiceManager.say("\(unwritten) decision records were not written: the log did not drain") }
             Foundation.exit(0)

@@ -48,7 +48,7 @@ enum ServiceManager {
         do {
             sockets = try ListenFDs.inherited()
         } catch {
-            throw CommandFailure(message: "socket activation: \(error)", exitCode: 1)
+            throw CommandFailure(message: "socket activation: \(error)", exitCode: 2)
         }
         var listeners = InheritedListeners()
         for socket in sockets { listeners.add(socket.fd, role: socket.role) }
@@ -86,7 +86,7 @@ enum DecisionLogOutput {
             do {
                 return try LogSink(file: path, format: format, overflow: overflow, capacity: capacity)
             } catch {
-                throw CommandFailure(message: "--log-file: cannot open the decision log: \(error)", exitCode: 1)
+                throw CommandFailure(message: "--log-file: cannot open the decision log: \(error)", exitCode: 2)
             }
         }
         guard format == .journal else { return LogSink(format: format, overflow: overflow, capacity: capacity) }

@@ -97,6 +97,13 @@ struct PolicyLoaderPositionTests {
                             words: ["expected ',' or '}' after a member"]))
         cases.append(Broken(name: "JSON: a truncated document", text: "{\n  \"NSExceptionDomains\": {\n    \"a.com\": {}",
                             line: 3, column: 16, words: ["the file ends inside the object opened at line 2"]))
+        // Foundation's JSONDecoder accepts these; no other JSON reader does.
+        let trailingMember = ["{", "  \"NSAppTransportSecurity\": {", "    \"NSAllowsArbitraryLoads\": true,", "  }", "}"]
+        cases.append(Broken(name: "JSON: a trailing comma in an object", text: trailingMember.joined(separator: "\n"),
+                            line: 3, column: 35, words: ["a trailing comma before '}' is not JSON (RFC 8259)"]))
+        let trailingElement = ["{\"NSPinnedDomains\": {\"a.com\": {\"NSPinnedLeafIdentities\": [", "  {}, ]}}}"]
+        cases.append(Broken(name: "JSON: a trailing comma in an array", text: trailingElement.joined(separator: "\n"),
+                            line: 2, column: 5, words: ["a trailing comma before ']' is not JSON (RFC 8259)"]))
         return cases
     }()
 

@@ -134,6 +134,17 @@ import Testing
         #expect(!app.suggestion.isProven, "a certificate failure cannot be proven away")
     }
 
+    @Test func aDistrustedCertificateIsTheServersToFixAndNoKeyIsOffered() throws {
+        let app = try F.app("{}", [F.record("https", "old-ca.example.com", 443, action: "block", reason: "certificate-distrusted",
+                                            tls: "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")])
+        let fix = try #require(app.destination("https://old-ca.example.com:443")?.fix)
+        #expect(fix.changes.isEmpty)
+        let advice = try #require(fix.unfixable.first?.advice)
+        #expect(advice.hasPrefix("fix the server: old-ca.example.com's certificate comes from a CA that Apple distrusts"))
+        #expect(advice.contains("no ATS key makes the device trust it") && !advice.contains("NSExceptionAllowsInsecureHTTPLoads"))
+        #expect(app.suggestion.added.isEmpty, "no plist exception for it")
+    }
+
     @Test func aToleratedCertificateFindingBlocksOnceCertificateChecksApply() throws {
         let line = F.record("https", "lax.example.com", 443, tls: "TLSv1.2", cipher: "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
                             extra: #","cert_tolerated":["certificate-expired"]"#)
@@ -195,6 +206,20 @@ import Testing
         #expect(destination.findings.map(\.isATS) == [false])
         #expect(destination.fix?.changes.isEmpty == true)
         #expect(destination.fix?.unfixable.first?.advice.contains("not an ATS decision") == true)
+    }
+
+    @Test func aDestinationTheProxyRefusedBeforeTLSIsNeitherUncheckedNorUnproven() throws {
+        let app = try F.app("{}", [F.record("https", "api.example.com", 8443, action: "block", reason: "port-not-allowed",
+                                            enforced: true)])
+        let destination = try #require(app.destination("https://api.example.com:8443"))
+        #expect(destination.notChecked == nil, "no handshake was ever to be had: it is not NOT CHECKED as well")
+        #expect(app.suggestion.isProven, "a port no key changes leaves the suggested dictionary proven")
+        #expect(app.suggestion.added.isEmpty)
+    }
+
+    @Test func anAllowedTunnelWithoutAHandshakeStaysNotChecked() throws {
+        let app = try F.app("{}", [F.record("https", "api.example.com", 443)])
+        #expect(app.destination("https://api.example.com:443")?.notChecked == "no handshake in the log")
     }
 
     @Test func unknownReasonsAndActionsAreCountedButNeverBlocks() throws {

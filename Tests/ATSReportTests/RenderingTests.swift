@@ -103,6 +103,17 @@ import Testing
         _ = try XMLDocument(data: Data(body.utf8))
     }
 
+    @Test func oneOfAnythingIsSaidInTheSingular() throws {
+        let report = try ReportFixtures.report("{}", [ReportFixtures.record("https", "api.example.com", 443, tls: "TLSv1.3",
+                                                                                 extra: #","key_exchange":"x25519""#)])
+        let text = report.text
+        #expect(text.hasPrefix("atsgate report: 1 record from"), "\(text)")
+        #expect(text.contains("  1 destination, 1 record: "), "\(text)")
+        #expect(text.contains("quantum-secure (1 TLS destination): "), "\(text)")
+        #expect(!text.contains("1 destinations") && !text.contains("1 records"), "\(text)")
+        #expect(report.html.contains("Share of 1 TLS destination<"))
+    }
+
     @Test func textSaysCountsThenWhatWouldBreakThenUnused() throws {
         let text = try Self.report().text
         let counts = try #require(text.range(of: "4 destinations, 5 records"))

@@ -50,6 +50,15 @@ import TLSWire
         #expect(text.contains("atsgate_connections_open 3\n"))
     }
 
+    @Test func theTrustStoreInForceIsOneInfoSample() {
+        var gauges = Self.gauges
+        #expect(PrometheusText.render(LoopMetrics(), gauges).contains("atsgate_trust_store_info{name=\"system\",version=\"host\"} 1\n"))
+        gauges.trustStore = ("apple", "security_certificates-55349.0.11")
+        let text = PrometheusText.render(LoopMetrics(), gauges)
+        #expect(text.contains("# TYPE atsgate_trust_store_info gauge\n"))
+        #expect(text.contains("atsgate_trust_store_info{name=\"apple\",version=\"security_certificates-55349.0.11\"} 1\n"))
+    }
+
     /// The resolver's histogram is cumulative and ends with +Inf, _sum and _count; parents and the
     /// blocking pools are one sample each.
     @Test func resolverParentsAndBlockingQueues() {

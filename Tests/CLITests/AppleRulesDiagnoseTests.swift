@@ -7,10 +7,11 @@ import TestSupport
 @Suite(.serialized) struct AppleRulesDiagnoseTests {
     static let pki = TestPKI.shared
 
-    /// diagnose https://localhost:PORT/ trusting the test CA; the "system store" is the test PKI's
-    /// system root (SSL_CERT_FILE), so sys-* leaves count as publicly trusted.
+    /// diagnose https://localhost:PORT/ trusting the test CA; the trust store is the host's (`system`),
+    /// whose bundle is the test PKI's system root (SSL_CERT_FILE), so sys-* leaves count as publicly trusted.
     static func diagnose(_ origin: TLSTestOrigin, _ extra: [String]) throws -> AtsgateRun {
-        try Atsgate.run(["diagnose", "--resolve", "localhost=127.0.0.1", "--ca-file", try pki.path("ca.pem"),
+        try Atsgate.run(["diagnose", "--resolve", "localhost=127.0.0.1", "--trust-store", "system",
+                         "--ca-file", try pki.path("ca.pem"),
                          "--format", "json"] + extra + ["https://localhost:\(origin.port)/"],
                         environment: ["SSL_CERT_FILE": try pki.path("system-ca.pem"), "SSL_CERT_DIR": "/nonexistent"])
     }
@@ -95,7 +96,7 @@ import TestSupport
     @Test(arguments: [
         (["--system", "http://localhost/"], "atsgate: --system judges TLS servers: give an https:// URL"),
         (["--system", "--policy", "/dev/null", "https://localhost/"], "--system judges a server by Apple's system connection rules"),
-        (["--ct-log-list", "/nonexistent/logs.json", "https://localhost/"], "atsgate: CT log list /nonexistent/logs.json: cannot read it"),
+        (["--ct-log-list", "/nonexistent/logs.json", "https://localhost/"], "atsgate: --ct-log-list: CT log list /nonexistent/logs.json: cannot read it"),
     ])
     func usageErrorsExitTwo(arguments: [String], message: String) throws {
         let run = try Atsgate.run(["diagnose"] + arguments)
@@ -148,7 +149,7 @@ import TestSupport
                       ("sys-sct2-short", nil), ("sys-365", "certificate-transparency"), ("good-rsa", nil)])
     func certificateTransparencyCountsDistinctLogs(leaf: String, reason: String?) throws {
         let origin = try TLSTestOrigin(leaf: leaf, arguments: [])
-        let run = try Self.diagnose(origin, ["--certificate-transparency"])
+        let run = try Self.diagnose(origin, ["--certificate-transparency", "on"])
         #expect(run.status == (reason == nil ? 0 : 1), "\(run.stdout)")
         let first = try #require(try run.jsonLines().first)
         #expect(first["reason"] as? String == reason)
@@ -156,13 +157,13 @@ import TestSupport
             #expect(first["rule"] as? String == "R16")
             #expect((first["message"] as? String ?? "").contains("counted, not verified"))
         }
-        // Off by default: the same server passes.
+        // Off by default with the system store (it has no log list): the same server passes.
         #expect(try Self.diagnose(origin, []).status == 0)
     }
 
     @Test func withoutALogListTheReportSaysSCTsAreNotVerified() throws {
         let origin = try TLSTestOrigin(leaf: "sys-sct3", arguments: [])
-        let run = try Self.diagnose(origin, ["--certificate-transparency", "--format", "text"])
+        let run = try Self.diagnose(origin, ["--certificate-transparency", "on", "--format", "text"])
         #expect(run.stdout.contains("Certificate Transparency (R16): SCTs counted, NOT verified (no --ct-log-list).\n"))
     }
 }
@@ -189,8 +190,8 @@ import TestSupport
     static func file(_ name: String) throws -> String { try scts.get().url.appendingPathComponent(name).path }
 
     static func diagnose(port: Int, _ extra: [String]) throws -> [String: Any] {
-        let run = try Atsgate.run(["diagnose", "--resolve", "localhost=127.0.0.1", "--format", "json",
-                                   "--certificate-transparency"] + extra + ["https://localhost:\(port)/"],
+        let run = try Atsgate.run(["diagnose", "--resolve", "localhost=127.0.0.1", "--format", "json", "--trust-store",
+                                   "system", "--certificate-transparency", "on"] + extra + ["https://localhost:\(port)/"],
                                   environment: ["SSL_CERT_FILE": try pki.path("system-ca.pem"),
                                                 "SSL_CERT_DIR": "/nonexistent"])
         return try #require(try run.jsonLines().first, "\(run.stderr)")

@@ -150,6 +150,10 @@ import Testing
         (["check", "example.com"], "not an absolute URL"),
         (["check", "--profile", "ios8", "http://x.example/"], "'ios8' is invalid for '--profile"),
         (["check", "--bogus", "http://x.example/"], "Unknown option '--bogus'"),
+        // Flags of other proxies get the one that does what was meant, not the nearest spelling.
+        (["run", "--port", "3128"], "Unknown option '--port'. Did you mean '--listen HOST:PORT'?"),
+        (["run", "--bind=127.0.0.1"], "Unknown option '--bind'. Did you mean '--listen HOST:PORT'?"),
+        (["run", "--upstream", "http://squid:3128"], "Did you mean '--parent http://HOST:PORT'?"),
         (["check"], "Missing expected argument"),
     ])
     func usageErrorsExitTwo(arguments: [String], expected: String) throws {

@@ -58,10 +58,9 @@ import TestSupport
         let log = directory.url.appendingPathComponent("decisions.log").path
         let (daemon, _) = try TLSInspectionTests.daemon(port: origin.port, ["--log-file", log, "--device", "lab-phone=127.0.0.2"])
         _ = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/", ["--interface", "127.0.0.2"])
-        try daemon.process.wait { _, _ in (try? String(contentsOfFile: log, encoding: .utf8))?.contains("\n") == true }
+        try daemon.process.wait { _, _ in (try? DecisionLogLines(contentsOf: log))?.records.count == 1 }
         daemon.process.stop()
-        let record = try #require(try JSONSerialization.jsonObject(with: Data(try String(contentsOfFile: log, encoding: .utf8).utf8))
-                                  as? [String: Any])
+        let record = try #require(try DecisionLogLines(contentsOf: log).records.first)
         #expect(record["device"] as? String == "lab-phone" && record["client_alert"] as? String == "unknown_ca", "\(record)")
         let report = try Atsgate.run(["report", "--local-network", "192.0.2.0/24", log])
         #expect(report.status == 0, "the app's refusal is no ATS block: \(report.stdout)")

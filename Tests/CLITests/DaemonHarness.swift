@@ -112,14 +112,22 @@ final class Daemon {
     var proxy: String { "http://127.0.0.1:\(port)" }
 
     /// Stops the daemon (SIGTERM) once it has logged `expected` records (an exchange is logged when it
-    /// ends, a moment after the client has its answer), and returns its exit status and log records.
+    /// ends, a moment after the client has its answer), and returns its exit status and log records
+    /// (the run ledger's own records left out: they are no decisions; `ledger` has them).
     func stop(expected: Int = 1) throws -> (status: Int32, records: [[String: Any]]) {
         try waitForRecords(expected)
         let status = process.stop()
         let records = try process.stdout.split(separator: "\n").map { line in
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
         }
-        return (status, records)
+        return (status, records.filter { $0["ledger"] == nil })
+    }
+
+    /// The run ledger's records on standard output so far (`run-start`, `run-checkpoint`, `run-stop`).
+    var ledger: [[String: Any]] {
+        process.stdout.split(separator: "\n").filter { $0.contains(#""ledger":"#) }.compactMap { line in
+            try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        }
     }
 
     /// `stop`, with the records in time order (each event-loop queue writes its records in batches,
@@ -137,9 +145,9 @@ final class Daemon {
         return client
     }
 
-    /// Waits until the log holds `count` records (they are written when an exchange ends).
+    /// Waits until the log holds `count` decision records (they are written when an exchange ends).
     func waitForRecords(_ count: Int) throws {
-        try process.wait { out, _ in out.split(separator: "\n").count >= count }
+        try process.wait { out, _ in out.split(separator: "\n").count { !$0.contains(#""ledger":"#) } >= count }
     }
 }
 

@@ -37,6 +37,10 @@ import TestSupport
         #expect(log.dropped >= dropped)
         #expect(log.last?["reason"] as? String == "log-overflow", "the last record counts the losses")
         #expect(log.last?["dropped_total"] as? Int == log.dropped)
+        let stop = try #require(log.ledger.last, "the run's ledger")
+        #expect(stop["ledger"] as? String == "run-stop" && stop["dropped"] as? Int == log.dropped,
+                "the run-stop comes after the overflow record and counts the same losses: \(stop)")
+        #expect(stop["records"] as? Int == log.records.count, "and the decision records written")
         #expect(daemon.process.stderr.contains("records were dropped since the start"), "\(daemon.process.stderr)")
     }
 
@@ -165,7 +169,7 @@ import TestSupport
     @Test func aLogFileThatCannotBeOpenedStopsTheStartWithItsName() throws {
         let run = try Atsgate.run(["run", "--listen", "127.0.0.1:0", "--log-file", "/nonexistent/atsgate/decisions.log"],
                                   timeout: 10)
-        #expect(run.status == 1)
+        #expect(run.status == 2, "a start-up failure")
         #expect(run.stderr == "atsgate: --log-file: cannot open the decision log: open /nonexistent/atsgate/decisions.log: "
                 + "No such file or directory\n", "\(run.stderr)")
     }
@@ -306,11 +310,14 @@ import TestSupport
     }
 }
 
-/// JSON lines of a decision log: the decision records, and what the `log-overflow` records count.
-private struct DecisionLogLines {
+/// JSON lines of a decision log: the decision records, what the `log-overflow` records count, and
+/// the run ledger's records (no decisions).
+struct DecisionLogLines {
     var records: [[String: Any]] = []
     var dropped = 0
     var overflowRecords = 0
+    var ledger: [[String: Any]] = []
+    /// The last record that is not the ledger's.
     var last: [String: Any]?
 
     init(contentsOf path: String) throws {
@@ -321,6 +328,10 @@ private struct DecisionLogLines {
     init(_ text: String) throws {
         for line in text.split(separator: "\n") {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            if object["ledger"] != nil {
+                ledger.append(object)
+                continue
+            }
             last = object
             if object["reason"] as? String == "log-overflow" {
                 dropped += object["dropped"] as? Int ?? 0
@@ -400,7 +411,7 @@ private final class Answers: @unchecked Sendable {
 }
 
 /// Mount namespaces through util-linux's unshare (root only).
-private enum MountNamespace {
+enum MountNamespace {
     static let unshare = "/usr/bin/unshare"
 
     static let available: Bool = {
@@ -410,7 +421,7 @@ private enum MountNamespace {
 }
 
 /// A stand-in for journald's socket: entries in the native protocol, received when the test asks.
-private final class JournalSocket {
+final class JournalSocket {
     private let fd: Int32
     private let path: String
 

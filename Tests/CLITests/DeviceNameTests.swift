@@ -26,14 +26,11 @@ import TestSupport
         #expect(try get(from: "127.0.0.3", ["-U", "ann:s3cret"]) == "403")
         #expect(try get(from: "127.0.0.4", ["-U", "ann:s3cret"]) == "403")
         #expect(try get(from: "127.0.0.3", []) == "407")
-        try daemon.process.wait { _, _ in
-            (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n").count == 4
-        }
+        try daemon.process.wait { _, _ in (try? DecisionLogLines(contentsOf: log))?.records.count == 4 }
         let metrics = try daemon.admin("/metrics")
         daemon.process.stop()
-        let records = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n").map { line in
-            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        }.sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
+        let records = try DecisionLogLines(contentsOf: log).records
+            .sorted { ($0["time"] as? String ?? "") < ($1["time"] as? String ?? "") }
         #expect(records.map { $0["device"] as? String } == ["iphone-15", "ipad air", "ipad air", "lab-rest"], "\(records)")
         #expect(records.last?["reason"] as? String == "auth-required")
 

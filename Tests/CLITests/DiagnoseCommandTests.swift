@@ -149,7 +149,7 @@ import TestSupport
     }
 
     @Test(arguments: [
-        (["--ca-file", "/nonexistent/ca.pem", "https://tls.test/"], "atsgate: CA file /nonexistent/ca.pem: no such file"),
+        (["--ca-file", "/nonexistent/ca.pem", "https://tls.test/"], "atsgate: --ca-file: CA file /nonexistent/ca.pem: no such file"),
         (["ftp://tls.test/"], "atsgate: invalid URL ftp://tls.test/: unsupported scheme 'ftp'"),
         (["--resolve", "tls.test", "https://tls.test/"], "atsgate: --resolve tls.test: expected NAME=IP"),
     ])

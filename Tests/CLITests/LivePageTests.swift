@@ -199,7 +199,9 @@ import TestSupport
         #expect(wouldRow.kind == "would-block" && wouldRow.count == would, "\(wouldRow)")
         #expect(wouldRow.cells[4].text == "would block")
         let refused = try #require(groups.first { $0.attributes["data-kind"] == "block" }, "\(groups)")
-        #expect(refused.cells[5].text == "no-policy" && refused.cells[3].text.hasPrefix("User-Agent: Stranger/1"), "\(refused)")
+        // A no-policy record says where the request was going; its reason's title names the User-Agent no bundle matched.
+        #expect(refused.cells[5].text == "no-policy" && refused.cells[3].text.hasPrefix("http://legacy.example.com:"), "\(refused)")
+        #expect(refused.cells[5].title?.contains("User-Agent product 'Stranger'") == true, "\(refused)")
         // Each list holds its own: the enforced block in "Latest blocks", the rest under "Would block".
         let blocksList = try #require(dom.firstMatch(of: /<ul id="blocks">(.*?)<\/ul>/)?.1)
         let wouldList = try #require(dom.firstMatch(of: /<ul id="wouldBlocks">(.*?)<\/ul>/)?.1)

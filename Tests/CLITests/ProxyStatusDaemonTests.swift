@@ -53,6 +53,8 @@ import TestSupport
             ("refused", "CONNECT 127.0.0.1:\(closed) HTTP/1.1\r\n\r\n", 502, "connection_refused", "upstream-refused"),
             ("denied destination", "CONNECT 127.0.0.9:443 HTTP/1.1\r\n\r\n", 403, "destination_ip_prohibited",
              "destination-not-allowed"),
+            // The proxy's own port rule: no ATS rule in its details, none in its record.
+            ("port", "CONNECT a.example:8443 HTTP/1.1\r\n\r\n", 403, "http_request_denied", "port-not-allowed"),
             ("nxdomain", "CONNECT nx.test:443 HTTP/1.1\r\n\r\n", 502, "dns_error", "dns-nxdomain"),
             ("nodata", "CONNECT nodata.test:443 HTTP/1.1\r\n\r\n", 502, "dns_error", "dns-nxdomain"),
             ("servfail", "CONNECT fail.test:443 HTTP/1.1\r\n\r\n", 502, "dns_error", "dns-failure"),
@@ -68,14 +70,15 @@ import TestSupport
             // An ATS reason's details name the rule the record names; the proxy's own reasons none.
             let details = reason == "cleartext-http" ? "\(reason) \(try #require(record["rule"] as? String))" : reason
             Self.expect(member, error: error, details: details)
+            if reason == "port-not-allowed" { #expect(record["rule"] == nil, "no ATS rule refused it: \(record)") }
         }
         #expect(members[0].string("details")?.hasPrefix("cleartext-http R1") == true, "\(members[0])")
-        #expect(members[12].string("rcode") == "NXDOMAIN", "\(members[12])")
-        #expect(members[13].string("rcode") == "NOERROR", "a name without an address: \(members[13])")
+        #expect(members[13].string("rcode") == "NXDOMAIN", "\(members[13])")
+        #expect(members[14].string("rcode") == "NOERROR", "a name without an address: \(members[14])")
         // c-ares reports a resolver that answered SERVFAIL as "no server gave an answer", without its
         // code: no rcode is better than a guessed one. No answer at all has none either.
-        #expect(members[14].parameters["rcode"] == nil, "\(members[14])")
-        #expect(members[15].parameters["rcode"] == nil, "no answer, no rcode")
+        #expect(members[15].parameters["rcode"] == nil, "\(members[15])")
+        #expect(members[16].parameters["rcode"] == nil, "no answer, no rcode")
     }
 
     @Test func theProxysOwnDocumentsAndTheConnect200SayWhoAnswered() throws {
@@ -112,7 +115,8 @@ import TestSupport
         #expect(redirect.hasPrefix("HTTP/1.1 308 "), "\(redirect)")
         #expect(members[0].name == "lab proxy 3" && members[0].nameType == "string", "a name that is no token: \(members[0])")
         #expect(members[0].token("error") == "http_request_denied")
-        #expect(members[0].string("details")?.hasPrefix("cleartext-http R") == true, "\(members[0])")
+        // A redirect is the action `upgrade`, not a refusal: its details say that, as its record does.
+        #expect(members[0].string("details")?.hasPrefix("upgrade R") == true, "\(members[0])")
         #expect(challenge.hasPrefix("HTTP/1.1 407 "), "\(challenge)")
         Self.expect(members[1], error: "http_request_denied", details: "auth-required", name: "lab-3")
         #expect(refused.hasPrefix("HTTP/1.1 403 "), "\(refused)")

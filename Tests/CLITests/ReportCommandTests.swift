@@ -325,6 +325,38 @@ import TestSupport
         #expect(html.stdout.contains("<h3 class=\"new\">New since the baseline") && html.stdout.contains("<h3 class=\"unchanged\">"))
     }
 
+    @Test func theSameAppsCapturesAreOneAppAndABaselineOfOneMatchesTheNext() throws {
+        let directory = try TemporaryDirectory()
+        let info = try directory.write("Info.plist", """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>CFBundleIdentifier</key><string>com.example.shop</string>
+            <key>NSAppTransportSecurity</key><dict/></dict></plist>
+            """)
+        func capture(_ name: String, _ urls: [String]) throws -> String {
+            let entries = urls.map { url in
+                #"{"startedDateTime":"2026-11-22T06:21:01.792Z","time":1,"request":{"method":"GET","url":"\#(url)","#
+                    + #""httpVersion":"HTTP/1.1","headers":[],"queryString":[],"cookies":[],"headersSize":-1,"bodySize":0},"#
+                    + #""response":{"status":200,"statusText":"OK","httpVersion":"HTTP/1.1","headers":[],"cookies":[],"#
+                    + #""content":{"size":0,"mimeType":"text/plain"},"redirectURL":"","headersSize":-1,"bodySize":0},"#
+                    + #""cache":{},"timings":{"send":0,"wait":1,"receive":0}}"#
+            }
+            return try directory.write(name, #"{"log":{"version":"1.2","creator":{"name":"test","version":"1"},"entries":["#
+                                        + entries.joined(separator: ",") + "]}}")
+        }
+        let run1 = try capture("run1.har", ["http://api.example.com/v1"])
+        let run2 = try capture("run2.har", ["http://api.example.com/v1", "http://new.example.com/"])
+        let baseline = directory.url.appendingPathComponent("baseline.json").path
+        let first = try Atsgate.run(["report", "--policy", info, "--format", "json", "--output", baseline, run1])
+        #expect(first.status == 1, "\(first.stderr)")
+        #expect(try String(contentsOfFile: baseline, encoding: .utf8).contains(#""app": "com.example.shop""#),
+                "the app is its bundle identifier, not the capture's file name")
+        let next = try Atsgate.run(["report", "--policy", info, "--baseline", baseline, run2])
+        #expect(next.stdout.contains("WOULD BREAK, NEW since the baseline (1):\n    http://new.example.com:80  cleartext-http"),
+                "\(next.stdout)")
+        #expect(next.stdout.contains("WOULD BREAK, UNCHANGED since the baseline (1):\n    http://api.example.com:80"),
+                "the same finding in the next capture is unchanged: \(next.stdout)")
+    }
+
     @Test func consolidatedPlistUsesTheParentEntryAndStillAllowsEverythingRecorded() throws {
         let (recorded, narrow) = try Self.report("plist")
         #expect(narrow.stdout.contains("<key>a.media.example.net</key>") && !narrow.stdout.contains("<key>media.example.net</key>"),

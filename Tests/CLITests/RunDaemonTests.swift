@@ -96,6 +96,42 @@ import TestSupport
         #expect(record["enforced"] as? Bool == false)
     }
 
+    @Test func reportModeKeepsTheWouldBeBlockWhenTheOriginThenFails() throws {
+        let closed = try freePort()
+        let daemon = try Daemon(Self.pins + ["--mode", "report"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}",
+                                       "http://api.example.com:\(closed)/small"])
+        #expect(run.stdout == "502", "the origin refused: \(run.stdout)")
+        let record = try #require(try daemon.stop().records.first)
+        // What the gate is for: this load would have been blocked. What followed is in the message.
+        #expect(record["action"] as? String == "block")
+        #expect(record["reason"] as? String == "cleartext-http")
+        #expect(record["enforced"] as? Bool == false)
+        #expect(record["status"] as? Int == 502)
+        let message = record["message"] as? String ?? ""
+        #expect(message.hasPrefix("cleartext HTTP to api.example.com is not allowed"), "\(message)")
+        #expect(message.contains("; then upstream-refused: cannot connect to api.example.com:\(closed)"), "\(message)")
+    }
+
+    @Test func aRequestNoPolicyWasRoutedToStillSaysWhereItWasGoing() throws {
+        let directory = try TemporaryDirectory()
+        let app = try directory.write("app.json", "{}")
+        let daemon = try Daemon(["--policy", "app=" + app, "--route", "port:1=app", "--unrouted", "block"])
+        let run = try Subprocess.curl(["-x", daemon.proxy, "-o", "/dev/null", "-w", "%{http_code}", "http://a.example/x"])
+        #expect(run.stdout == "403")
+        let record = try #require(try daemon.stop().records.first)
+        #expect(record["reason"] as? String == "no-policy")
+        #expect(record["scheme"] as? String == "http" && record["host"] as? String == "a.example"
+                && record["port"] as? Int == 80, "\(record)")
+        #expect(record["policy"] is NSNull && record["app"] is NSNull, "no policy was chosen: \(record)")
+        // The report counts it as the block it is, with no ATS finding or fix: nothing was decided.
+        let log = try directory.write("decisions.log", try JSONSerialization.data(withJSONObject: record))
+        let report = try Atsgate.run(["report", log])
+        #expect(report.status == 1, "\(report.stdout)")
+        #expect(report.stdout.contains("http://a.example:80  no-policy  1 record"), "\(report.stdout)")
+        #expect(!report.stdout.contains("cleartext-http") && !report.stdout.contains("fix: "), "\(report.stdout)")
+    }
+
     @Test func redirectModeAnswers308ToHTTPS() throws {
         let daemon = try Daemon(Self.pins + ["--cleartext", "redirect"])
         let run = try Subprocess.curl(["-x", daemon.proxy, "-D", "-", "-o", "/dev/null", "http://api.example.com/v1?q=1"])
@@ -259,7 +295,7 @@ import TestSupport
     @Test func startupErrorsExitNonZeroWithOneLine() throws {
         let daemon = try Daemon([])
         let busy = try Atsgate.run(["run", "--listen", "127.0.0.1:\(daemon.port)"], timeout: 10)
-        #expect(busy.status == 1)
+        #expect(busy.status == 2, "every start-up failure exits 2, a busy port too")
         #expect(busy.stderr.contains("cannot listen: bind 127.0.0.1:\(daemon.port): Address already in use"))
         _ = try daemon.stop(expected: 0)
         let policy = try Atsgate.run(["run", "--policy", "/nonexistent.plist"], timeout: 10)

@@ -142,6 +142,18 @@ import TestSupport
         #expect((record["message"] as? String ?? "").contains("tolerated"))
     }
 
+    @Test func aProbeThatCannotReachTheServerIsTheOriginsFailureNotABlock() throws {
+        // s_server takes one connection at a time: the client's TLS 1.3 handshake holds it, so the
+        // proxy's own probe of the certificate waits until its timeout.
+        let origin = try OpenSSLTestServer(leaf: "good-rsa", arguments: ["-tls1_3"])
+        let (daemon, _) = try Self.daemon(port: origin.port, ["--connect-timeout", "1"])
+        let run = try Self.curl(daemon, "https://127.0.0.1:\(origin.port)/", ["--max-time", "20"])
+        #expect(run.status != 0, "the tunnel is refused when its certificate cannot be judged")
+        let record = try #require(try daemon.stop().records.first)
+        #expect(record["reason"] as? String == "upstream-tls", "\(record)")
+        #expect(record["action"] as? String == "error", "a failure of the way to the origin, as the README lists it")
+    }
+
     @Test func aCachedVerdictAnswersTheSecondTunnel() throws {
         let origin = try TLSTestOrigin(leaf: "good-rsa", arguments: ["--min", "TLSv1_3"])
         let (daemon, _) = try Self.daemon(port: origin.port, ["--admin", "127.0.0.1:0"])

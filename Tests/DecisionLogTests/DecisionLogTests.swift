@@ -47,11 +47,15 @@ import TLSWire
         tls.certificate = LoggedCertificate(subject: "CN=legacy.example", issuer: "CN=Test CA",
                                                            key: "RSA 2048", signatureAlgorithm: "sha256WithRSAEncryption")
         tls.toleratedFindings = ["certificate-expired", "certificate-hostname"]
+        tls.certificateDepth = 1
+        tls.aiaFetched = "http://ca.example/int.cer"
         tls.durationMilliseconds = 1234.5675
         tls.bytesUp = -1
         var exception = DecisionRecord(time: 1_000_000_000, client: v4, method: "CONNECT",
                                   decision: try decision("https://legacy.example/"), enforced: true)
         exception.durationMilliseconds = 0.25
+        exception.certificate = LoggedCertificate(subject: "CN=legacy.example", issuer: "CN=Test CA", key: "EC-P-256",
+                                                  signatureAlgorithm: "ecdsa-with-SHA256")
         var negative = exception
         negative.durationMilliseconds = -3.5
         var negativeZero = exception // a clock stepped back by less than half a microsecond
@@ -143,6 +147,11 @@ import TLSWire
         #expect(objects[6]["key_exchange"] is NSNull, "present, and null: the handshake had no group")
         #expect(objects[6]["pq_offered"] as? Bool == false)
         #expect(objects[0]["key_exchange"] == nil && objects[0]["pq_offered"] == nil, "not an inspected handshake")
+        #expect(objects[2]["certificate_depth"] as? Int == 1)
+        #expect(objects[2]["aia_fetched"] as? String == "http://ca.example/int.cer")
+        #expect(objects[3]["aia_fetched"] is NSNull, "a judged certificate that needed no fetch: null")
+        #expect(objects[3]["certificate_depth"] == nil, "written only on a certificate failure")
+        #expect(objects[0]["aia_fetched"] == nil && objects[0]["certificate_depth"] == nil, "no certificate judged")
     }
 
     @Test func theJournalNamesTheKeyExchangeAndLeavesOutANullOne() throws {

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 import LogTestSupport
+import POSIX
 import TestSupport
 @testable import DecisionLog
 
@@ -68,6 +69,25 @@ import TestSupport
         // The numbers that arrived arrived once each, in order.
         let numbers = decisions.compactMap { $0["n"].flatMap(Int.init) }
         #expect(numbers == numbers.sorted() && Set(numbers).count == numbers.count)
+    }
+
+    @Test func whatTheBufferHoldsStaysWithinASmallLogBuffer() throws {
+        let log = MemoryLog()
+        let sink = log.sink(overflow: .drop, capacity: 4096)
+        let formatter = RecordFormatter(format: .journal, policy: "p", sink: sink)
+        log.stall()
+        var batch = LogBatch()
+        var record = DecisionRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
+        record.message = String(repeating: "m", count: 100)
+        var most = 0
+        for _ in 0..<400 {
+            formatter.write(record, into: &batch)
+            most = max(most, sink.state.bufferedBytes)
+        }
+        #expect(sink.state.droppedTotal > 0, "the stalled journal filled the buffer")
+        #expect(most <= 4096, "buffered bytes (atsgate_log_buffered_bytes) never exceed --log-buffer: \(most)")
+        log.resume()
+        #expect(sink.drain(within: 30, closing: true) == 0)
     }
 
     @Test func pauseKeepsEveryJournalEntryAndHoldsTheLoopsBack() throws {
@@ -215,7 +235,8 @@ import TestSupport
         #expect(json.lines.last == 0x0A)
 
         let text = String(decoding: record.batch(format: .text, structured: false).lines, as: UTF8.self)
-        #expect(text == "2026-11-18T11:06:40.500Z - ERROR log-overflow dropped=3: 3 decision records were not written: a full disk\n")
+        #expect(text == "2026-11-18T11:06:40.500Z - ERROR log-overflow dropped=3 run=\(LogRun.id): 3 decision records were not "
+                + "written: a full disk\n")
 
         let journal = try #require(record.batch(format: .journal, structured: true).entries.first)
         #expect(journal.priority == 4)

@@ -30,10 +30,14 @@ Every SCT is checked once with OpenSSL's CT code (check-scts.c, compiled here) b
 
 Usage: make-trust-store.py OUTDIR aia BASE-URL
 Leaves issued by int-a that the server sends alone, each naming caIssuers URLs under BASE-URL (the tests'
-aia_server.py), in OUTDIR/aia-leaves: aia-der (BASE/int-a.cer), aia-p7c (BASE/int-a.p7c), aia-redirect
+aia_server.py), in OUTDIR/aia-leaves (.der, and .pem with its .key): aia-der (BASE/int-a.cer), aia-p7c (BASE/int-a.p7c), aia-redirect
 (BASE/redirect/int-a.cer), aia-slow, aia-huge, aia-garbage, aia-loop, aia-missing (BASE/<that>), aia-two
 (BASE/missing then BASE/int-a.cer), aia-none (no caIssuers). Also OUTDIR/aia-leaves/int-a.p7c, a PKCS#7
 certs-only bundle of int-a.
+
+Usage: make-trust-store.py OUTDIR sans COUNT
+OUTDIR/leaf-sans.pem, .key and leaf-sans-chain.pem: a leaf of int-a for localhost and COUNT other names
+(badssl's 10000-sans, whose Certificate message is larger than a device reads).
 """
 import base64
 import datetime
@@ -330,15 +334,36 @@ def make_aia_leaves(out, base):
         key = ec.generate_private_key(ec.SECP256R1())
         cert = leaf_builder(f"localhost {label}", issuer, key, aia=[f"{base}/{path}" for path in paths]).sign(
             issuer_key, hashes.SHA256())
-        with open(os.path.join(directory, f"{label}.der"), "wb") as f:
-            f.write(der(cert))
+        # DER for the TLSClient tests; PEM and key for a TLS origin that serves the leaf alone.
+        save(directory, label, cert, key)
     with open(os.path.join(directory, "int-a.p7c"), "wb") as f:
         f.write(pkcs7.serialize_certificates([issuer], serialization.Encoding.DER))
+
+
+def make_many_sans(out, count):
+    """leaf-sans: a leaf of int-a for localhost and `count` more names (badssl's 10000-sans), in
+    OUTDIR/leaf-sans.pem (with int-a after it, as the server sends them) and leaf-sans.key."""
+    issuer = x509.load_pem_x509_certificate(open(os.path.join(out, "int-a.pem"), "rb").read())
+    issuer_key = serialization.load_pem_private_key(open(os.path.join(out, "int-a.key"), "rb").read(), None)
+    key = ec.generate_private_key(ec.SECP256R1())
+    names = [x509.DNSName("localhost")] + [x509.DNSName(f"san{index:05d}.atsgate-test.example") for index in range(count)]
+    cert = (x509.CertificateBuilder().subject_name(name("localhost leaf-sans")).issuer_name(issuer.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(NOW - datetime.timedelta(hours=1)).not_valid_after(NOW + datetime.timedelta(days=90))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .sign(issuer_key, hashes.SHA256()))
+    save(out, "leaf-sans", cert, key)
+    with open(os.path.join(out, "leaf-sans-chain.pem"), "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM) + issuer.public_bytes(serialization.Encoding.PEM))
 
 
 if __name__ == "__main__":
     if len(sys.argv) == 4 and sys.argv[2] == "aia":
         make_aia_leaves(sys.argv[1], sys.argv[3])
+    elif len(sys.argv) == 4 and sys.argv[2] == "sans":
+        make_many_sans(sys.argv[1], int(sys.argv[3]))
     elif len(sys.argv) == 2:
         make_store(sys.argv[1])
     else:

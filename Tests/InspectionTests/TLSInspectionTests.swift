@@ -213,6 +213,35 @@ import ProxyAnswers
         #expect(steps == ["refuse error bad-request decode_error(50)"])
     }
 
+    /// badssl's 10000-sans: a Certificate message above what the device's TLS stack reads is the
+    /// server's failure in its own words, not "not TLS".
+    @Test func aCertificateMessageLargerThanTheDeviceReadsIsRefusedAsTheOriginsTLSFailure() throws {
+        let captured = CapturedHandshakes.tls12EcdheRSA
+        var watched = try inspection()
+        _ = watched.receiveFromClient(firstRecord(captured.clientToServer))
+        // The captured ServerHello alone, in a record of its own, then a 120,000-byte Certificate message
+        // in records of 2^14 bytes, as a server sends it.
+        let record = firstRecord(captured.serverToClient)
+        let helloLength = Int(record[6]) << 16 | Int(record[7]) << 8 | Int(record[8])
+        let hello = Array(record[5..<(9 + helloLength)])
+        func records(_ message: [UInt8]) -> [UInt8] {
+            stride(from: 0, to: message.count, by: 16_384).flatMap { start -> [UInt8] in
+                let part = message[start..<min(start + 16_384, message.count)]
+                return [22, 3, 3, UInt8(part.count >> 8), UInt8(part.count & 0xFF)] + part
+            }
+        }
+        let length = 120_000
+        let certificate: [UInt8] = [11, UInt8(length >> 16), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+            + [UInt8](repeating: 0, count: length)
+        let steps = watched.receiveFromOrigin(records(hello) + records(certificate), ended: false)
+        #expect(names(steps) == ["refuse error upstream-tls handshake_failure(40)"])
+        guard case .refuse(.fail(_, let status, let message, _), _)? = steps.first else { return }
+        #expect(status == 502)
+        #expect(message.hasPrefix("the origin's certificate chain is refused: the server's Certificate message of 120000"
+            + " bytes exceeds the 102400 bytes"), "\(message)")
+        #expect(!message.contains("not TLS"))
+    }
+
     @Test func anOriginThatClosesMidHandshakeEndsIt() throws {
         var watched = try inspection()
         _ = watched.receiveFromClient(CapturedHandshakes.tls13.clientToServer)

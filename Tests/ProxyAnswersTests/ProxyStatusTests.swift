@@ -56,6 +56,9 @@ import Testing
         #expect(ProxyStatus.details(.ats(.cleartextHTTP), rule: "R10") == "cleartext-http R10")
         #expect(ProxyStatus.details(.ats(.certificatePin), rule: nil) == "certificate-pin")
         #expect(ProxyStatus.details(.dnsNXDomain, rule: "R12") == "dns-nxdomain", "the proxy's own reasons have no rule")
+        #expect(ProxyStatus.details(.ats(.portNotAllowed), rule: "R12") == "port-not-allowed",
+                "nor do its access rules, whatever the destination's lookup said")
+        #expect(ProxyStatus.details(.ats(.clientNotAllowed), rule: "R12") == "client-not-allowed")
     }
 
     @Test func theFieldIsOneMemberWithItsParameters() throws {
@@ -87,6 +90,11 @@ import Testing
         let record = DecisionRecord(time: 0, client: SocketAddress(ip: .v4(0x7F00_0001), port: 1), method: "GET")
         #expect(ProxyStatus(.serve(contentType: "x", body: "", includeBody: true), record: record).error == .proxyInternalResponse)
         #expect(ProxyStatus(.challenge(message: "m"), record: record).details == "auth-required")
+        var redirected = record
+        redirected.decision = DecisionEngine(policy: .empty)
+            .decide(try Destination.parse(url: "http://a.example/"), context: .app)
+        #expect(ProxyStatus(.redirect(location: "https://a.example/"), record: redirected).details == "upgrade R12",
+                "a redirect's record is the action upgrade with no reason, and so are its details")
         #expect(ProxyStatus(.throttle(message: "m", retryAfter: 3), record: record).error == .httpRequestError)
         var viaParent = record
         viaParent.parent = "squid.lab:3128"

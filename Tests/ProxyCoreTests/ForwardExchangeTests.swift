@@ -18,7 +18,7 @@ import Testing
         return ForwardExchange(request: head, destination: destination, head: up, parent: parent)
     }
 
-    private func fromOrigin(_ exchange: inout ForwardExchange, _ text: String, ended: Bool = false) -> [Step] {
+    private func fromOrigin(_ exchange: inout ForwardExchange, _ text: String, ended: Bool = false) -> ForwardExchange.Steps {
         Array(text.utf8).withUnsafeBytes { exchange.receiveFromOrigin($0, ended: ended) }
     }
 

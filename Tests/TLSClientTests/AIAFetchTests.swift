@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+import TestSupport
 import TLSClient
 
 /// A chain sent without its intermediate, completed from the leaf's caIssuers URL as the device

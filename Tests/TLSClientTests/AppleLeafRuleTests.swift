@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+import TestSupport
 import TLSClient
 
 /// R15a and R16 on the certificates of make-pki.sh: the facts OpenSSL extracts reach the rules.

@@ -1,6 +1,7 @@
 import ATSPolicy
 import Foundation
 import Testing
+import TestSupport
 import TLSClient
 
 /// `--trust-store DIR`: a directory in the layout of Apple's security_certificates project, and what
@@ -89,6 +90,37 @@ import TLSClient
                                                     requirements: .full, pin: nil, store: store)
         #expect(verdict.anchor == .operator)
         #expect(verdict.findings == [])
+    }
+
+    @Test func aDirectorysDistrustFileReplacesApplesTable() throws {
+        let copy = try Copy()
+        try copy.write("distrust.json", try AppleLayoutTestStore.distrustJSON())
+        let store = try TrustStore(.directory(copy.path))
+        let verdict = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
+                                                    requirements: .full, pin: nil, store: store)
+        #expect(verdict.findings.map(\.reason) == [.certificateDistrusted])
+        #expect(verdict.certificateDepth == 2)
+        #expect(verdict.distrust?.source == "make-trust-store.py")
+        // Issued before the day: trusted still, as Apple keeps such certificates working until they expire.
+        try copy.write("distrust.json", try AppleLayoutTestStore.distrustJSON(issuedAfter: "2099-01-01"))
+        let later = CertificateEvaluator.evaluate(chain: try TestTrustStore.chain("leaf-distrusted"), host: "localhost",
+                                                  requirements: .full, pin: nil, store: try TrustStore(.directory(copy.path)))
+        #expect(later.findings == [])
+    }
+
+    @Test(arguments: [
+        (#"[]"#, "distrusted", "expected an object with a \"distrusted\" array"),
+        (#"{"distrusted": [7]}"#, "distrusted[0]", "expected an object"),
+        (#"{"distrusted": [{"issued_after": "2024-11-15"}]}"#, "distrusted[0].certificate_sha256", "missing"),
+        (#"{"distrusted": [{"certificate_sha256": "ABC", "issued_after": "2024-11-15"}]}"#,
+         "distrusted[0].certificate_sha256", "expected a SHA-256 in hex (64 digits)"),
+        (#"{"distrusted": [{"certificate_sha256": "\#(String(repeating: "AB", count: 32))", "issued_after": "15 Nov 2024"}]}"#,
+         "distrusted[0].issued_after", "expected a day, YYYY-MM-DD"),
+    ])
+    func aBrokenDistrustFileIsNamedWithItsKey(text: String, key: String, problem: String) throws {
+        let copy = try Copy()
+        try copy.write("distrust.json", text)
+        #expect(try copy.error().description == "trust store \(copy.path)/distrust.json: \(key): \(problem)")
     }
 
     // MARK: bad input

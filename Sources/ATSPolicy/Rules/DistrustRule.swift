@@ -3,10 +3,7 @@ import Foundation
 /// R15: no CA of the chain is one the trust store distrusts for leaves issued when this one was
 /// (Apple's date-based distrusts, `AppleDistrust`): Apple refuses such a leaf though the chain verifies.
 public struct DistrustRule: ATSRule {
-    /// ATS-SPEC's reason is `certificate-distrusted`. ProxyCore switches over every BlockReason without
-    /// a default, so the case is added together with ProxyCore's handling of it (phase 2 of issue 31);
-    /// until then the finding carries `certificate-untrusted`, and its message says "distrusts".
-    public static let reason: BlockReason = .certificateUntrusted
+    public static let reason: BlockReason = .certificateDistrusted
 
     public var id: RuleID { .r15 }
     public init() {}

@@ -39,6 +39,45 @@ package struct ForwardExchange {
         case complete(reusable: Bool, keepClient: Bool, truncated: Bool)
     }
 
+    /// The steps of one origin read: at most two (the final head's status, then what to do with the
+    /// bytes), held inline. An array of them was a heap allocation per read of every forwarded
+    /// response (about 4% of the proxy's CPU per forwarded request).
+    struct Steps: Equatable, Sequence, ExpressibleByArrayLiteral {
+        private var one: Step?
+        private var two: Step?
+
+        init() {}
+
+        init(_ step: Step) { one = step }
+
+        /// For the tests' literals; the exchange itself builds its steps with `init` and `append`.
+        init(arrayLiteral steps: Step...) {
+            for step in steps { append(step) }
+        }
+
+        mutating func append(_ step: Step) {
+            if one == nil { one = step } else {
+                precondition(two == nil, "an origin read gives at most two steps")
+                two = step
+            }
+        }
+
+        var isEmpty: Bool { one == nil }
+        var first: Step? { one }
+        var last: Step? { two ?? one }
+
+        struct Iterator: IteratorProtocol {
+            fileprivate var rest: Steps
+
+            mutating func next() -> Step? {
+                defer { (rest.one, rest.two) = (rest.two, nil) }
+                return rest.one
+            }
+        }
+
+        func makeIterator() -> Iterator { Iterator(rest: self) }
+    }
+
     /// Bytes held for one side above which the other side's reading pauses.
     static let bufferLimit = 256 * 1024
 
@@ -120,7 +159,7 @@ package struct ForwardExchange {
     /// Takes what the origin sent (`ended`: and that it closed): the response head, then the body's
     /// share. Anything after a complete body is the origin's protocol error, dropped, and its
     /// connection then does not go back to the pool.
-    mutating func receiveFromOrigin(_ bytes: UnsafeRawBufferPointer, ended: Bool) -> [Step] {
+    mutating func receiveFromOrigin(_ bytes: UnsafeRawBufferPointer, ended: Bool) -> Steps {
         if ended { originEnded = true }
         guard response == nil, !heldHead.isEmpty else { return receive(bytes) }
         var held: [UInt8] = []
@@ -129,24 +168,24 @@ package struct ForwardExchange {
         return held.withUnsafeBytes { receive($0) }
     }
 
-    private mutating func receive(_ bytes: UnsafeRawBufferPointer) -> [Step] {
-        var steps: [Step] = []
+    private mutating func receive(_ bytes: UnsafeRawBufferPointer) -> Steps {
+        var steps = Steps()
         var offset = 0
         while response == nil {
             let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
             let parsed = Result { () throws(ResponseHead.Malformed) in try ResponseHead.parse(rest) }
             switch parsed {
             case .failure(let error):
-                return [.fail("bad response from the origin: \(error.problem)", .upstreamProtocol)]
+                return Steps(.fail("bad response from the origin: \(error.problem)", .upstreamProtocol))
             case .success(nil):
-                if originEnded { return [.fail("the origin closed without a response", .upstreamProtocol)] }
+                if originEnded { return Steps(.fail("the origin closed without a response", .upstreamProtocol)) }
                 heldHead = Array(rest)
                 // Interim heads read so far go to the client now: one that sent Expect: 100-continue
                 // waits for its 100 before it sends the body.
-                return toClient.isEmpty ? [] : [.sendDown]
+                return toClient.isEmpty ? Steps() : Steps(.sendDown)
             case .success(let head?):
                 offset += head.length
-                if let refusal = refusal(head) { return [refusal] }
+                if let refusal = refusal(head) { return Steps(refusal) }
                 if (100..<200).contains(head.status) {
                     // Interim responses (several may come) pass on rewritten; an HTTP/1.0 client gets
                     // none (RFC 9110 section 15.2).
@@ -169,7 +208,8 @@ package struct ForwardExchange {
                 toClient.append(contentsOf: UnsafeRawBufferPointer(rebasing: body[..<taken]))
             }
         } catch {
-            return steps + [.fail("malformed chunked response from the origin: \(error)", .upstreamProtocol)]
+            steps.append(.fail("malformed chunked response from the origin: \(error)", .upstreamProtocol))
+            return steps
         }
         if taken < body.count { reusable = false }
         bytesDown += taken

@@ -11,7 +11,8 @@ import ProxyAnswers
 extension ProxyConnection {
     // MARK: absolute-form requests
 
-    func forward(_ head: RequestHead) {
+    /// `system`: the device's own fetch, decided outside the app's policy and never blocked.
+    func forward(_ head: RequestHead, system: SystemTraffic? = nil) {
         let destination: Destination
         switch head.absoluteFormDestination {
         case .success(let parsed):
@@ -27,8 +28,12 @@ extension ProxyConnection {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = policy.decide(destination, context: loadContext)
+        let decision = (system == nil ? policy : generation.systemFetches).decide(destination, context: loadContext)
         record.decision = decision
+        if let system {
+            enforce(.exempt(.systemFetch, message: system.message))
+            return openUpstream(destination, pooled: true, then: .forward(head))
+        }
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
         let answered = Delivery.http(keepAlive: head.keepAlive && !hasBody)
         switch decision.action {
@@ -131,7 +136,7 @@ extension ProxyConnection {
         // What was read goes in read by read; the client is written to once, after the last read.
         var sendDown = false
         while true {
-            let steps: [ForwardExchange.Step]
+            let steps: ForwardExchange.Steps
             let more: Bool
             switch upstreamRead(into: loop.scratch) {
             case .done(let n)?:
@@ -143,7 +148,7 @@ extension ProxyConnection {
                 // poller cannot see it: TLS reads go on until they would block.
                 more = upstreamTLS != nil || n == loop.scratch.count
             case .wouldBlock?:
-                steps = []
+                steps = ForwardExchange.Steps()
                 more = false
             case .endOfFile?:
                 upstream.wantRead(false)

@@ -5,6 +5,7 @@ import EventLoops
 import Glibc
 import Inspection
 import ProxyAnswers
+import TLSClient
 import TLSWire
 import POSIX
 
@@ -161,8 +162,10 @@ extension ProxyConnection {
         let policy = watched.inspection.policy
         let host = policy.destination.host.description
         let judge = generation.judge
+        let issuers = issuerFetcher
         let key: CertificateVerdictCache.Key
         let compute: @Sendable () -> ServerJudgement
+        var fetch: CertificateVerdictCache.IssuerFetch?
         // A chain is CPU work; a probe is a handshake of our own that waits on the network.
         let pool: BlockingPool
         switch evidence {
@@ -172,6 +175,13 @@ extension ProxyConnection {
                                               pin: policy.pin, chain: chain, scts: scts)
             compute = {
                 judge.evaluate(chain: chain, scts: scts, host: host, requirements: policy.requirements, pin: policy.pin)
+            }
+            // A chain that lacks an issuer is judged again with its caIssuers fetch, on the pool that may wait.
+            if let issuers {
+                fetch = .init(pool: BlockingPools.probes) {
+                    judge.evaluate(chain: chain, scts: scts, host: host, requirements: policy.requirements,
+                                   pin: policy.pin, issuers: issuers)
+                }
             }
         case .probe(let serverName):
             guard let address = upstreamAddress else { return }
@@ -183,7 +193,7 @@ extension ProxyConnection {
             let tunnel = probeTunnel
             compute = {
                 judge.probe(address: address, port: port, tunnel: tunnel, serverName: serverName, host: host,
-                            requirements: policy.requirements, pin: policy.pin, timeout: timeout)
+                            requirements: policy.requirements, pin: policy.pin, timeout: timeout, issuers: issuers)
             }
         }
         let cache = generation.verdicts
@@ -194,7 +204,7 @@ extension ProxyConnection {
         judgementPending = true
         // Held until the verdict (bounded by the probe's timeout), so that a tunnel that ends first
         // still gets its record completed with the certificate's findings.
-        cache.compute(key, on: pool, compute: compute, on: loop) { [self] judgement in
+        cache.compute(key, on: pool, compute: compute, fetchingIssuers: fetch, on: loop) { [self] judgement in
             judgementPending = false
             if let deferred = deferredRecord {
                 deferredRecord = nil
@@ -207,8 +217,7 @@ extension ProxyConnection {
     /// The tunnel ended before its (non-blocking) verdict: the record goes out now, with it.
     private func logDeferred(_ deferred: DecisionRecord, _ judgement: ServerJudgement) {
         record = deferred
-        record.certificate = judgement.certificate
-        record.toleratedFindings = judgement.tolerated
+        record.noteCertificate(judgement)
         if let blocking = judgement.blocking {
             record.appendNote("verdict after the tunnel ended: " + blocking.message)
         } else if let note = judgement.note {
@@ -221,13 +230,11 @@ extension ProxyConnection {
     private func applyJudgement(_ judgement: ServerJudgement) {
         switch state {
         case .inspecting(let watched):
-            record.certificate = judgement.certificate
-            record.toleratedFindings = judgement.tolerated
+            record.noteCertificate(judgement)
             perform(watched.inspection.apply(judgement), watched)
         case .relaying, .relayingTLS:
             // Released before the verdict (parallel mode): a failing verdict cuts the tunnel.
-            record.certificate = judgement.certificate
-            record.toleratedFindings = judgement.tolerated
+            record.noteCertificate(judgement)
             if case .refuse(let verdict, _)? = TLSInspection.refusal(judgement) {
                 guard enforce(verdict, .cut) else { return }
             }
@@ -235,6 +242,13 @@ extension ProxyConnection {
         default:
             return // late: the verdict came after the tunnel ended (its record waited: logDeferred) or was cut
         }
+    }
+
+    /// caIssuers fetches go where the tunnel went: through its parent proxy, if any; nil when off.
+    var issuerFetcher: AIAFetcher? {
+        generation.judge.fetcher(through: probeTunnel.map {
+            AIAFetcher.Parent(host: $0.proxy.ip.description, port: $0.proxy.port, authorization: $0.authorization)
+        })
     }
 
     // MARK: outcomes

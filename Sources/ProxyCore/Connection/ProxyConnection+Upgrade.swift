@@ -83,14 +83,28 @@ extension ProxyConnection {
                 return upgradeFailed(reason: failure.reason.rawValue, message: failure.message, rule: failure.rule)
             }
             let verdict = tls.evaluatePeer(host: host, pin: upgrade.decision.pin, transparency: generation.judge.transparency)
-            let judgement = ServerJudgement(verdict)
-            record.certificate = judgement.certificate
-            record.toleratedFindings = judgement.tolerated
-            if let refusal = judgement.blocking {
-                return upgradeFailed(reason: refusal.reason, message: refusal.message, rule: refusal.rule)
+            guard !verdict.missingIssuerURLs.isEmpty, let issuers = issuerFetcher else {
+                return upgradeJudged(ServerJudgement(verdict))
             }
-            startExchange(upgrade.head, destination: upgrade.destination)
+            // The chain lacks an issuer: judged again with its caIssuers fetch, off the loop.
+            let (judge, chain, loop) = (generation.judge, tls.peerChainDER, self.loop)
+            let (requirements, pin) = (upgrade.decision.requirements, upgrade.decision.pin)
+            nonisolated(unsafe) weak let connection = self
+            BlockingPools.probes.submit {
+                let judgement = judge.evaluate(chain: chain, host: host, requirements: requirements, pin: pin, issuers: issuers)
+                loop.execute { connection?.upgradeJudged(judgement) }
+            }
         }
+    }
+
+    /// The upgrade's certificate verdict: refused, or the request goes on over the TLS connection.
+    private func upgradeJudged(_ judgement: ServerJudgement) {
+        guard case .upgrading(let upgrade) = state else { return } // late: a stop closed the connection meanwhile
+        record.noteCertificate(judgement)
+        if let refusal = judgement.blocking {
+            return upgradeFailed(reason: refusal.reason, message: refusal.message, rule: refusal.rule)
+        }
+        startExchange(upgrade.head, destination: upgrade.destination)
     }
 
     /// The handshake failed: a probe (off the loop) tells a version or cipher refusal from other

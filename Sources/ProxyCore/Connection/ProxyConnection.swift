@@ -331,12 +331,22 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
+        // The device's own fetches are no app's: whatever the routes say, they get no app's policy.
+        if head.isAbsoluteForm, let system = SystemTraffic.classify(
+            method: head.method, path: head.originForm, userAgent: record.userAgent,
+            contentType: head.field(named: "content-type")) {
+            record.app = SystemTraffic.app
+            record.policy = SystemTraffic.app
+            return forward(head, system: system)
+        }
         let router = generation.router
         let product = AppRouter.product(ofUserAgent: record.userAgent)
         let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
         record.route = kind
         aclIndex = route.map { $0 + 1 } ?? 0
         guard let selected else {
+            record.target = head.namedDestination
+            record.unrouted = true
             let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
             return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
                                   + "bundle is named by its \(agent); --unrouted is block"))
@@ -373,8 +383,15 @@ package final class ProxyConnection {
         switch verdict {
         case .allow:
             return true
+        case .exempt(let reason, let message):
+            record.action = .allow
+            record.reason = reason
+            record.message = message
+            return true
         case .block(let reason, let message, let rule):
-            record.action = .block
+            // A watched handshake's probe that could not reach or judge the server refuses the tunnel
+            // as a block does, but what happened is the origin's failure, not a refusal.
+            record.action = reason.isFailure ? .error : .block
             record.reason = reason
             if let message { record.message = message }
             if let rule { record.rule = rule }
@@ -395,9 +412,17 @@ package final class ProxyConnection {
         case .serve:
             record.action = .allow
         case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
-            record.action = .error
-            record.reason = reason
-            record.message = message
+            if record.action == .block, record.reason?.isATSRule == true,
+               generation.configuration.mode == .report {
+                // Report mode let an ATS block through and then the origin failed: the record keeps
+                // what the gate is for (it would have been blocked) and says what followed.
+                fillDecisionMessage()
+                record.appendNote("then \(reason.rawValue): \(message)")
+            } else {
+                record.action = .error
+                record.reason = reason
+                record.message = message
+            }
         }
         switch delivery {
         case .http(let keepAlive):
@@ -482,6 +507,12 @@ package final class ProxyConnection {
         if !devices.isEmpty { record.device = devices.name(client: clientAddress.ip, user: proxyUser) }
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
+        fillDecisionMessage()
+    }
+
+    /// A record without a message of its own gets its decision's, formatted once per loop and
+    /// destination (DecisionMessages).
+    private func fillDecisionMessage() {
         if record.message == nil, let decision = record.decision {
             record.message = proxyLoop.decisionMessages.message(for: decision, generation: generation.number, app: appIndex)
         }

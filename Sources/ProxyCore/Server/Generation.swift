@@ -7,6 +7,7 @@ import POSIX
 import ProxyAccess
 import ProxyAnswers
 import Synchronization
+import TLSClient
 
 /// One configuration generation: what every connection accepted under it shares. A reload makes a
 /// new generation; connections keep the one they were accepted under to the end, so an open tunnel
@@ -20,6 +21,8 @@ package final class Generation: Sendable {
     let judge: ServerJudge
     /// Verdicts under this generation's trust store and pins.
     let verdicts: CertificateVerdictCache
+    /// Decides the device's own fetches (SystemTraffic): outside every app's ATS policy.
+    let systemFetches: DecisionEngine
     /// 1 for the configuration the daemon started with, then one more per successful reload.
     let number: Int
     /// Which app's policy each request gets.
@@ -59,7 +62,9 @@ package final class Generation: Sendable {
                                 health: daemon.parentHealth)
         connectEstablished = ProxyResponse.connectEstablished(
             proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
-        judge = ServerJudge(store: configuration.inspection.trustStore, transparency: configuration.inspection.transparency)
+        judge = ServerJudge(store: configuration.inspection.trustStore, transparency: configuration.inspection.transparency,
+                            aia: configuration.inspection.aiaFetch ? AIAFetcher(cache: daemon.issuers) : nil)
+        systemFetches = SystemTraffic.engine(options: configuration.engine.options)
         verdicts = CertificateVerdictCache(capacity: configuration.inspection.verdictCacheCapacity,
                                            timeToLive: configuration.inspection.verdictTimeToLive, counters: daemon.verdicts)
     }
@@ -100,6 +105,8 @@ package final class DaemonState: Sendable {
     let decisions = Atomic<Int>(0)
     /// Certificate verdict lookups answered from the cache, and those that had to be computed.
     let verdicts = VerdictCounters()
+    /// caIssuers answers by URL: kept across reloads, as they do not depend on the trust store.
+    let issuers = AIACache()
     /// Failed logins per client address (proxy and admin): kept across reloads, or a reload would
     /// hand a guesser a fresh allowance.
     let loginThrottle = LoginThrottle()

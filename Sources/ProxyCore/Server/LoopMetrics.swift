@@ -155,6 +155,8 @@ package struct ServerGauges {
     package var parents: [(parent: String, up: Bool)] = []
     /// Work waiting for each blocking pool (certificates, probes, passwords).
     package var blockingQueues: [(pool: String, waiting: Int)] = []
+    /// The trust store new connections are judged against (`--trust-store`).
+    package var trustStore = (name: "system", version: "host")
 }
 
 /// The resolver's counters for /metrics, in ProxyCore's words (the Admin target sees no DNS types).

@@ -90,6 +90,8 @@ public struct ProxyConfiguration: Sendable {
         public var overflow: LogOverflow = .drop
         /// `--log-buffer`: bytes of records the log holds for a slow reader before it overflows.
         public var bufferBytes = LogSink.defaultCapacity
+        /// `--log-checkpoint`: seconds between the run ledger's checkpoints; 0, none.
+        public var checkpointSeconds = 10
 
         public init() {}
     }
@@ -116,11 +118,13 @@ public struct ProxyConfiguration: Sendable {
         public var certificateMode: CertificateMode = .before
         /// What a ClientHello naming another host than the CONNECT does.
         public var sniMismatch: SNIMismatchAction = .block
-        /// Roots for certificate checks: the system store plus --ca-file; nil for the system store only.
+        /// Roots for certificate checks (`--trust-store` plus --ca-file); nil for the host's store only.
         public var trustStore: TrustStore?
-        /// R16 (Certificate Transparency) for leaves that chain to the system store; nil when off. With
-        /// a log list each SCT's log and signature are verified, without one they are only counted.
+        /// R16 (Certificate Transparency) for leaves that chain to the store; nil when off. With a log
+        /// list each SCT's log and signature are verified, without one they are only counted.
         public var transparency: TransparencyCheck?
+        /// `--aia-fetch`: a chain that lacks an issuer is completed from its caIssuers http:// URL.
+        public var aiaFetch = true
         /// Seconds a certificate verdict is reused, and how many are kept.
         public var verdictTimeToLive = 300.0
         public var verdictCacheCapacity = 4096

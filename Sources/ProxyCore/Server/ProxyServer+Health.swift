@@ -85,6 +85,7 @@ extension ProxyServer {
         let configuration = current.withLock { $0.configuration }
         gauges.parents = configuration.namedParents.map { ($0.description, !daemon.parentHealth.isDown($0)) }
         gauges.blockingQueues = BlockingPools.backlogs
+        if let store = configuration.inspection.trustStore { gauges.trustStore = (store.name, store.version) }
         return gauges
     }
 

@@ -35,6 +35,9 @@ extension ProxyServer {
             || configuration.log.bufferBytes != old.log.bufferBytes {
             warnings.append("log-file, log-overflow and log-buffer do not change on reload; restart to apply")
         }
+        if configuration.log.checkpointSeconds != old.log.checkpointSeconds {
+            warnings.append("log-checkpoint does not change on reload; restart to apply")
+        }
         if configuration.listeners.loopCount != old.listeners.loopCount {
             warnings.append("the number of event loops does not change on reload; restart to apply")
         }
@@ -44,6 +47,7 @@ extension ProxyServer {
         configuration.log.file = old.log.file
         configuration.log.overflow = old.log.overflow
         configuration.log.bufferBytes = old.log.bufferBytes
+        configuration.log.checkpointSeconds = old.log.checkpointSeconds
         configuration.listeners.loopCount = old.listeners.loopCount
         current.withLock { generation in
             generation = Generation(configuration: configuration, daemon: daemon, number: generation.number + 1)

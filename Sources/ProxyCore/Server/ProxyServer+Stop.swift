@@ -18,10 +18,13 @@ extension ProxyServer {
 
     /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
     /// then ends the rest (each with its own record), lets the log write what it holds until the grace
-    /// period ends (at least one more second) and calls `completion`. `listenersClosed` runs once
-    /// nothing accepts any more.
-    /// `upgrade`: the process handed its service to a new binary; what is cut says so.
-    public func stop(grace: Double, upgrade: Bool = false, listenersClosed: @escaping @Sendable () -> Void = {},
+    /// period ends (at least one more second), its `run-stop` last, and calls `completion`.
+    /// `handOver`: an upgrade ends this run; what is cut says so, and the `run-stop` names the
+    /// successor and how many connections it took, asked once the drain is over because
+    /// connections that reach a movable state while it lasts go to the successor too.
+    /// `listenersClosed` runs once nothing accepts any more.
+    public func stop(grace: Double, handOver: (@Sendable () -> RunHandOver)? = nil,
+                     listenersClosed: @escaping @Sendable () -> Void = {},
                      completion: @escaping @Sendable (StopOutcome) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let end = monotonic() + grace
@@ -37,8 +40,8 @@ extension ProxyServer {
         group.notify(queue: .global()) { [self] in
             for fd in listenFDs { SystemCall.close(fd) }
             listenersClosed()
-            waitForConnections(until: end, upgrade: upgrade) { [self] cut in
-                let unwritten = flushLog(until: max(end, monotonic() + 1))
+            waitForConnections(until: end, upgrade: handOver != nil) { [self] cut in
+                let unwritten = flushLog(until: max(end, monotonic() + 1), stop: RunStop(cut: cut, handOver: handOver?()))
                 completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
             }
         }

@@ -123,17 +123,33 @@ public final class ProxyServer: @unchecked Sendable {
         zip(listenFDs, zip(addresses, secure)).map { ($1.1 ? "proxy-tls" : "proxy", $0, $1.0) }
     }
 
-    /// Hands every loop's records to the log, whatever its bound, and waits up to `seconds` for them
-    /// to be written (a second SIGTERM); returns how many are still unwritten.
-    @discardableResult
-    public func flushLog(within seconds: Double) -> Int {
-        flushLog(until: monotonic() + seconds)
+    /// Starts this process's run in the decision log (docs/decision-log-ledger.md): its `run-start`,
+    /// then a `run-checkpoint` every `--log-checkpoint` seconds with the connections open. Call it
+    /// before `start()`, so that the run-start is the run's first record. `predecessor`: the process
+    /// this one took over from (an upgrade).
+    public func startRun(predecessor: RunPeer? = nil) {
+        let seconds = current.withLock { $0.configuration.log.checkpointSeconds }
+        let start = RunStart(version: ProxyServer.version, generation: generation, checkpointSeconds: seconds,
+                             predecessor: predecessor)
+        // Weak: the sink is the server's own (a strong capture would keep both for ever).
+        daemon.sink.startRun(start) { [weak self] in
+            RunStatus(open: self?.openConnections ?? 0, generation: self?.generation ?? 0)
+        }
     }
 
-    /// The daemon is stopping: the log's last record says how many records were lost, if any were.
-    func flushLog(until deadline: Double) -> Int {
+    /// Hands every loop's records to the log, whatever its bound, and waits up to `seconds` for them
+    /// to be written (a second SIGTERM); returns how many are still unwritten. `stop`: how the run
+    /// ended, for its `run-stop`; without one the run has none (connections were cut unlogged).
+    @discardableResult
+    public func flushLog(within seconds: Double, stop: RunStop? = nil) -> Int {
+        flushLog(until: monotonic() + seconds, stop: stop)
+    }
+
+    /// The daemon is stopping: the log's last records say how many records were lost, if any were,
+    /// and how the run ended.
+    func flushLog(until deadline: Double, stop: RunStop?) -> Int {
         for proxyLoop in loops { proxyLoop.loop.queue.sync { daemon.sink.offer(&proxyLoop.logBatch, force: true) } }
-        return daemon.sink.drain(within: deadline - monotonic(), closing: true)
+        return daemon.sink.drain(within: deadline - monotonic(), closing: true, stop: stop)
     }
 
     /// The decision log's buffer and losses.

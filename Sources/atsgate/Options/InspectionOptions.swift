@@ -1,11 +1,10 @@
 import ArgumentParser
 import Inspection
 import ProxyCore
-import TLSClient
 
-/// What a CONNECT tunnel's TLS handshake is judged against (R14-R17): whether it is watched at all,
-/// when certificates are judged and with which roots, Certificate Transparency, a ClientHello naming
-/// another host, and how long verdicts are kept and handshakes may take.
+/// How a CONNECT tunnel's TLS handshake is watched (R14-R17): whether at all, when certificates are
+/// judged (what they are judged against is TrustOptions'), a ClientHello naming another host, and how
+/// long verdicts are kept and handshakes may take.
 struct InspectionOptions: ParsableArguments {
     enum Switch: String, ExpressibleByArgument { case on, off }
 
@@ -31,22 +30,6 @@ struct InspectionOptions: ParsableArguments {
                                             valueName: "seconds"))
     var handshakeTimeout = 10.0
 
-    @Option(name: .long, help: ArgumentHelp("PEM file of extra trusted roots for certificate checks (repeatable).",
-                                            valueName: "file"))
-    var caFile: [String] = []
-
-    @Option(name: .long, help: """
-        Certificate Transparency (R16) for leaves that chain to the system store: on counts the SCTs \
-        with distinct log ids against Apple's thresholds (2 for a lifetime up to 180 days, 3 above). \
-        WITHOUT --ct-log-list THE SCTs ARE COUNTED, NOT VERIFIED. Off by default.
-        """)
-    var certificateTransparency: Switch = .off
-
-    @Option(name: .long, help: ArgumentHelp("""
-        Apple's CT log list (JSON): verify each SCT's log and signature (implies --certificate-transparency on).
-        """, valueName: "file"))
-    var ctLogList: String?
-
     func validate() throws {
         for timeout in [verdictTtl, handshakeTimeout] where !(timeout > 0) {
             throw ValidationError("--verdict-ttl and --handshake-timeout must be positive")
@@ -59,20 +42,6 @@ struct InspectionOptions: ParsableArguments {
         configuration.inspection.sniMismatch = sniMismatch
         configuration.inspection.verdictTimeToLive = verdictTtl
         configuration.timeouts.handshake = handshakeTimeout
-        do {
-            configuration.inspection.trustStore = try TrustStore(caFiles: caFile)
-        } catch {
-            throw CommandFailure(message: "--ca-file: \(error.description)")
-        }
-        if let ctLogList {
-            do {
-                configuration.inspection.transparency = TransparencyCheck(logList: try CTLogList(file: ctLogList))
-            } catch {
-                throw CommandFailure(message: "--ct-log-list: \(error.description)")
-            }
-        } else if certificateTransparency == .on {
-            configuration.inspection.transparency = TransparencyCheck()
-        }
     }
 }
 

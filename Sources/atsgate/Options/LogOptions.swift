@@ -29,7 +29,17 @@ struct LogOptions: ParsableArguments {
         """, valueName: "bytes"))
     var logBuffer: ByteCount?
 
+    @Option(name: .long, help: ArgumentHelp("""
+        Seconds between the run ledger's run-checkpoint records (records written so far, connections \
+        open), so that a log cut short by a crash says how much is missing (default 10; 0: none). See \
+        docs/decision-log-ledger.md.
+        """, valueName: "seconds"))
+    var logCheckpoint: Int?
+
     func validate() throws {
+        if let logCheckpoint, !(0...86_400).contains(logCheckpoint) {
+            throw ValidationError("--log-checkpoint \(logCheckpoint): seconds from 0 (no checkpoints) to 86400")
+        }
         if let logBuffer, logBuffer.bytes < 4096 {
             throw ValidationError("--log-buffer \(logBuffer.bytes): at least 4096 bytes (a few records)")
         }
@@ -44,6 +54,7 @@ struct LogOptions: ParsableArguments {
         configuration.log.file = logFile
         configuration.log.overflow = logOverflow
         if let logBuffer { configuration.log.bufferBytes = logBuffer.bytes }
+        if let logCheckpoint { configuration.log.checkpointSeconds = logCheckpoint }
     }
 }
 

@@ -49,6 +49,10 @@ struct PolicyOptions: ParsableArguments {
         var seen: [String: String] = [:]
         for spec in policy {
             for item in try PolicyOptions.load(spec) {
+                if item.id == SystemTraffic.app {
+                    throw CommandFailure(message: "--policy \(spec): the policy ID '\(item.id)' is the device's own traffic"
+                                         + " in the log (trustd's certificate fetches): give the app another ID (ID=FILE)")
+                }
                 if let other = seen[item.id] {
                     throw CommandFailure(message: "--policy: duplicate policy ID '\(item.id)' (from \(other) and \(item.label))")
                 }
@@ -90,9 +94,8 @@ struct PolicyOptions: ParsableArguments {
         } catch {
             throw CommandFailure(message: error.description)
         }
-        let strings = AppBundles.rootStrings(data)
-        let fileName = URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-        return [Loaded(id: id ?? strings["CFBundleIdentifier"] ?? fileName, source: source, label: path,
+        let strings = PolicyLoader.rootStrings(data)
+        return [Loaded(id: PolicyLoader.appID(given: id, data: data, path: path), source: source, label: path,
                        executable: strings["CFBundleExecutable"], name: strings["CFBundleName"])]
     }
 

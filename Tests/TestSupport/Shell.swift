@@ -1,16 +1,15 @@
 import Foundation
 import Glibc
-import TestSupport
 
 /// Runs programs to completion, bounded in time.
-enum Shell {
-    struct Run {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+public enum Shell {
+    public struct Run: Sendable {
+        public var status: Int32
+        public var stdout: String
+        public var stderr: String
     }
 
-    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> Run {
+    public static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 30) throws -> Run {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments

@@ -1,0 +1,65 @@
+import ATSPolicy
+
+/// The device's own traffic, told apart from an app's loads: the one place that says which requests
+/// are the operating system's, so that they are recorded as app `system` and never counted against
+/// an app (its findings, fixes, suggested dictionary). ATS is an app's policy; the device's trust
+/// evaluation fetches what it needs over cleartext whatever the app's dictionary says.
+///
+/// Today it knows certificate fetches (issue 31). The rule, kept to what a request shows reliably:
+/// - trustd's own requests: a User-Agent whose product is `com.apple.trustd` (`com.apple.trustd/3.0`:
+///   caIssuers downloads, OCSP and CRL requests alike), whatever the method or path;
+/// - requests that carry no User-Agent at all (an app's URLSession loads always carry one) and are
+///   an OCSP request (`POST` with `Content-Type: application/ocsp-request`) or a download of a
+///   certificate or CRL (`GET` or `HEAD` of a path ending in .crt, .cer, .der, .p7c or .crl).
+/// An app's own request, with its User-Agent, stays the app's even when it fetches a certificate.
+public struct SystemTraffic: Sendable, Equatable {
+    /// The `app` its records carry.
+    public static let app = "system"
+
+    public enum Kind: String, Sendable {
+        /// trustd's User-Agent.
+        case trustd
+        /// An OCSP request without a User-Agent.
+        case ocsp
+        /// A certificate or CRL download without a User-Agent.
+        case certificateDownload = "certificate-download"
+    }
+
+    public var kind: Kind
+    /// Why the request is the device's, for the record's message.
+    public var message: String
+
+    static let trustdProduct = "com.apple.trustd"
+    static let ocspMediaType = "application/ocsp-request"
+    static let certificateSuffixes = [".crt", ".cer", ".der", ".p7c", ".crl"]
+
+    /// A cleartext request (`http://`), by its method, the path of its target, its User-Agent and its
+    /// Content-Type; nil when it is an app's.
+    public static func classify(method: String, path: String, userAgent: String?,
+                                contentType: @autoclosure () -> String?) -> SystemTraffic? {
+        if AppRouter.product(ofUserAgent: userAgent)?.lowercased() == trustdProduct {
+            return SystemTraffic(kind: .trustd, message: "the device's own certificate fetch (trustd's User-Agent"
+                                 + " \(userAgent ?? "")): not the app's load, so ATS does not judge it")
+        }
+        guard userAgent?.isEmpty ?? true else { return nil }
+        if method == "POST",
+           contentType()?.prefix(while: { $0 != ";" }).trimmingCharacters(in: .whitespaces).lowercased() == ocspMediaType {
+            return SystemTraffic(kind: .ocsp, message: "an OCSP request without a User-Agent (\(ocspMediaType)): the"
+                                 + " device's certificate status check, not an app's load, so ATS does not judge it")
+        }
+        let file = path.prefix { $0 != "?" && $0 != "#" }.lowercased()
+        if method == "GET" || method == "HEAD", certificateSuffixes.contains(where: file.hasSuffix) {
+            return SystemTraffic(kind: .certificateDownload, message: "a certificate or CRL download without a"
+                                 + " User-Agent: the device's own fetch, not an app's load, so ATS does not judge it")
+        }
+        return nil
+    }
+
+    /// Decides system traffic's destinations for the record: no app's ATS applies to them, as under
+    /// NSAllowsArbitraryLoads (so the record says `ats: off`).
+    public static func engine(options: EngineOptions) -> DecisionEngine {
+        let source = PolicySource(origin: app, format: nil, root: .bare,
+                                  dictionary: ["NSAllowsArbitraryLoads": .bool(true)])
+        return DecisionEngine(policy: Policy(source), options: options)
+    }
+}
