@@ -10,7 +10,7 @@ extension ProxyConnection {
     /// Hands the connection to the new process if an upgrade is under way and it can move; true
     /// when it is on its way (nothing here touches it until the new process answers).
     func handOverIfUpgrading() -> Bool {
-        guard let sender = generation.daemon.upgradeSender else { return false }
+        guard let sender = generation.daemon.upgrade.current else { return false }
         return handOver(to: sender)
     }
 

@@ -118,20 +118,9 @@ package final class DaemonState: Sendable {
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?
     let onConnectionClosed: @Sendable () -> Void
-    /// Set while an upgrade hands connections to a new process: plain tunnels and keep-alive clients
+    /// Open while an upgrade hands connections to a new process: plain tunnels and keep-alive clients
     /// that reach a state that moves go there (ProxyConnection+HandOver.swift).
-    private let sender = Mutex<UpgradeSender?>(nil)
-    private let upgrading = Atomic<Bool>(false)
-
-    var upgradeSender: UpgradeSender? {
-        guard upgrading.load(ordering: .relaxed) else { return nil }
-        return sender.withLock { $0 }
-    }
-
-    func setUpgradeSender(_ new: UpgradeSender?) {
-        sender.withLock { $0 = new }
-        upgrading.store(new != nil, ordering: .relaxed)
-    }
+    let upgrade = UpgradeGate()
 
     init(sink: LogSink, observer: DecisionObserver?, onConnectionClosed: @escaping @Sendable () -> Void) {
         self.sink = sink

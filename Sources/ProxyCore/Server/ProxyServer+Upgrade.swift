@@ -33,7 +33,7 @@ extension ProxyServer {
     /// state that moves; `completion` gets the first id after the first wave (every item below it
     /// was offered by then).
     package func handOver(to sender: UpgradeSender, completion: @escaping @Sendable (Int) -> Void) {
-        daemon.setUpgradeSender(sender)
+        daemon.upgrade.set(sender)
         let group = DispatchGroup()
         for proxyLoop in loops {
             group.enter()
@@ -54,14 +54,15 @@ extension ProxyServer {
             if connection.handOver(to: sender) { offered += 1 }
         }
         guard !rest.isEmpty, !sender.hasEnded else { return done() }
+        let remaining = rest
         sender.whenFewerInFlight(than: 16) { [self] in
-            proxyLoop.loop.execute { handOver(rest, on: proxyLoop, to: sender, done: done) }
+            proxyLoop.loop.execute { [self] in handOver(remaining, on: proxyLoop, to: sender, done: done) }
         }
     }
 
     /// No more connections go to the new process (the upgrade failed, or its link ended).
     package func endHandOver() {
-        daemon.setUpgradeSender(nil)
+        daemon.upgrade.set(nil)
     }
 
     /// A connection the old process handed over, started on the least loaded loop under the current

@@ -1,20 +1,24 @@
 import ATSPolicy
-import EventLoops
-import ProxyAccess
 import Synchronization
 
 /// Which parents a request goes through, in the order they are tried: a route's own way out first,
 /// then `--parent-bypass`, then the `--parent` list with the parents that failed lately moved last
 /// (tried only when every other one fails too).
 package struct ParentRouting: Sendable {
-    let parents: [ParentProxy]
+    package let parents: [ParentProxy]
     /// `--parent-bypass NAME|.SUFFIX|CIDR`: destinations that never go through a parent, like NO_PROXY
     /// (the `--allow-dest` syntax; a name is matched by its text, never resolved for this).
-    let bypass: [DestinationPattern]
-    let health: ParentHealth
+    package let bypass: [DestinationPattern]
+    package let health: ParentHealth
+
+    package init(parents: [ParentProxy], bypass: [DestinationPattern], health: ParentHealth) {
+        self.parents = parents
+        self.bypass = bypass
+        self.health = health
+    }
 
     /// Empty: straight to the origin.
-    func parents(for destination: Destination, route: Egress?) -> [ParentProxy] {
+    package func parents(for destination: Destination, route: Egress?) -> [ParentProxy] {
         if bypass.contains(where: { $0.matches(destination.host) }) { return [] }
         switch route {
         case .direct?: return []
@@ -31,41 +35,31 @@ package struct ParentRouting: Sendable {
 /// Parents that failed lately (refused or timed out a connection, or answered garbage), passed over
 /// for `retry` seconds. Shared by every loop and every configuration generation.
 package final class ParentHealth: Sendable {
-    private let downUntil = Mutex<[ParentProxy: Double]>([:])
+    private let downUntil = Mutex<[ParentProxy: ContinuousClock.Instant]>([:])
     private let retry = Atomic<Int>(30_000)
 
-    /// Milliseconds a failed parent is passed over (`ProxyConfiguration.parentRetry`).
-    func setRetry(seconds: Double) { retry.store(Int(seconds * 1000), ordering: .relaxed) }
+    package init() {}
 
-    func markDown(_ parent: ParentProxy) {
-        let until = monotonic() + Double(retry.load(ordering: .relaxed)) / 1000
+    /// Milliseconds a failed parent is passed over (`ProxyConfiguration.parentRetry`).
+    package func setRetry(seconds: Double) { retry.store(Int(seconds * 1000), ordering: .relaxed) }
+
+    package func markDown(_ parent: ParentProxy) {
+        let until = ContinuousClock.now + .milliseconds(retry.load(ordering: .relaxed))
         downUntil.withLock { $0[parent] = until }
     }
 
-    func markUp(_ parent: ParentProxy) {
+    package func markUp(_ parent: ParentProxy) {
         downUntil.withLock { entries in
             if entries[parent] != nil { entries[parent] = nil }
         }
     }
 
-    func down(among parents: [ParentProxy]) -> Set<ParentProxy> {
-        let time = monotonic()
+    package func down(among parents: [ParentProxy]) -> Set<ParentProxy> {
+        let time = ContinuousClock.now
         return downUntil.withLock { entries in
-            Set(parents.filter { (entries[$0] ?? 0) > time })
+            Set(parents.filter { entries[$0].map { $0 > time } ?? false })
         }
     }
 
-    func isDown(_ parent: ParentProxy) -> Bool { !down(among: [parent]).isEmpty }
-}
-
-extension ProxyConfiguration {
-    /// Every parent the configuration names: `--parent`, then the routes' own, each once.
-    var namedParents: [ParentProxy] {
-        var seen: Set<ParentProxy> = []
-        let routed = routes.compactMap { route -> ParentProxy? in
-            if case .parent(let parent)? = route.egress { return parent }
-            return nil
-        }
-        return (parents.proxies + routed).filter { seen.insert($0).inserted }
-    }
+    package func isDown(_ parent: ParentProxy) -> Bool { !down(among: [parent]).isEmpty }
 }
