@@ -166,6 +166,60 @@ import TestSupport
         let exchanges = records.filter { $0["method"] as? String == "GET" }
         #expect(exchanges.count == load.succeeded + 2 * idle.count)
         #expect(exchanges.allSatisfy { $0["bytes_down"] as? Int ?? 0 > 0 && $0["action"] as? String == "allow" })
+
+        // The run ledger: four runs, each old one ended by the upgrade naming the next, which names it.
+        let text = log == .logFile ? try String(contentsOfFile: logFile, encoding: .utf8) : daemon.process.stdout
+        let ledger = Self.ledger(text)
+        let starts = ledger.filter { $0["ledger"] as? String == "run-start" }
+        let stops = ledger.filter { $0["ledger"] as? String == "run-stop" }
+        #expect(starts.map { $0["pid"] as? Int } == pids.map { Int($0) }, "one run-start per process: \(starts)")
+        #expect(stops.count == 4, "one run-stop per process: \(stops)")
+        let runs = starts.compactMap { $0["run"] as? String }
+        #expect(Set(runs).count == 4, "each process a run of its own: \(runs)")
+        for index in 1..<min(runs.count, 4) {
+            let start = starts[index]
+            #expect(start["predecessor_run"] as? String == runs[index - 1])
+            #expect(start["predecessor_pid"] as? Int == Int(pids[index - 1]) && start["predecessor_version"] as? String == "0.1.0")
+            let stop = stops.first { $0["run"] as? String == runs[index - 1] }
+            #expect(stop?["stop"] as? String == "upgrade" && stop?["pid"] as? Int == Int(pids[index - 1]), "\(stop ?? [:])")
+            #expect(stop?["successor_run"] as? String == runs[index] && stop?["successor_pid"] as? Int == Int(pids[index]))
+            #expect(stop?["successor_version"] as? String == "0.1.0")
+            // Every tunnel and idle client moved at each upgrade (and any steady client caught idle).
+            #expect(stop?["handed_over"] as? Int ?? 0 >= streams.count + idle.count, "\(stop ?? [:])")
+            #expect((stop?["message"] as? String)?.contains("(\(streams.count) tunnel") == true, "\(stop ?? [:])")
+        }
+        #expect(starts.first?["predecessor_run"] == nil, "the first process was started, not handed over to")
+        let last = stops.first { $0["run"] as? String == runs.last }
+        #expect(last?["stop"] as? String == "signal" && last?["successor_run"] == nil)
+        // A record is written once, in the run of the process that held the connection at its end,
+        // and each run-stop counts its own run's records.
+        for stop in stops {
+            let run = stop["run"] as? String
+            #expect(stop["records"] as? Int == records.count { $0["run"] as? String == run }, "\(stop)")
+        }
+        #expect(records.allSatisfy { runs.contains($0["run"] as? String ?? "") })
+        for tunnel in streams {
+            let mine = records.first { $0["client"] as? String == "127.0.0.1:\(tunnel.port)" && $0["method"] as? String == "CONNECT" }
+            #expect(mine?["run"] as? String == runs.last, "a moved tunnel is the last run's record")
+        }
+        // The report reads an upgraded service's log as whole evidence, each connection once.
+        let copy = logDirectory.url.appendingPathComponent("copy.log").path
+        try text.write(toFile: copy, atomically: true, encoding: .utf8)
+        let report = try Atsgate.run(["report", "--format", "json", copy])
+        #expect(report.status == 0, "\(report.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
+        #expect(json["complete"] as? Bool == true && json["incomplete_runs"] as? Int == 0, "\(json["runs"] ?? "")")
+        #expect(json["records"] as? Int == records.count)
+        let judged = (json["runs"] as? [[String: Any]] ?? []).map { ($0["run"] as? String ?? "", $0["complete"] as? Bool ?? false,
+                                                                      $0["continued_by"] as? String) }
+        #expect(judged.map(\.0) == runs && judged.allSatisfy(\.1))
+        #expect(judged.map(\.2) == Array(runs.dropFirst()) + [nil])
+    }
+
+    /// The run ledger's records of a JSON log.
+    static func ledger(_ text: String) -> [[String: Any]] {
+        text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["ledger"] != nil }
     }
 
     @Test func brokenBinariesChangeNothingButACounterAndAMessage() throws {
