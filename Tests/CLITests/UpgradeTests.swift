@@ -216,6 +216,55 @@ import TestSupport
         #expect(judged.map(\.2) == Array(runs.dropFirst()) + [nil])
     }
 
+    /// An old process killed while it drains (after the hand-over) writes no run-stop; the new run's
+    /// run-start names it, so the report still reads the log as whole evidence.
+    @Test func anOldProcessKilledWhileItDrainsLeavesALogTheReportCallsComplete() throws {
+        let origin = try Origin()
+        let silent = try loopbackListener() // an origin that never answers: the exchange stays in the old process
+        defer { close(silent.fd) }
+        let directory = try TemporaryDirectory()
+        let logFile = directory.url.appendingPathComponent("decisions.log").path
+        let daemon = try UpgradableDaemon(["--log-file", logFile, "--grace-period", "60"])
+        let old = daemon.pid
+        let waiting = try RawClient(port: daemon.port)
+        waiting.send("GET http://127.0.0.1:\(silent.port)/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        // Once the request has reached the origin, the exchange waits for an answer in the old process.
+        let exchange = accept(silent.fd, nil, nil)
+        #expect(exchange >= 0)
+        defer { close(exchange) }
+        var limit = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(exchange, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var request = [UInt8](repeating: 0, count: 4096)
+        #expect(recv(exchange, &request, request.count, 0) > 0, "the request reached the origin")
+        try daemon.installCopy()
+        let outcome = try daemon.upgrade()
+        #expect(outcome.status == 0, "\(outcome.stderr)")
+        let new = daemon.pid
+        #expect(eventually { daemon.process.stderr.contains("hands over to PID \(new) (0.1.0): ") })
+        #expect(daemon.process.stderr.contains("1 connection finishes here"), "\(daemon.process.stderr)")
+        kill(old, SIGKILL)
+        #expect(eventually { processGone(old) })
+        waiting.close()
+        let client = try RawClient(port: daemon.port)
+        client.send("GET http://127.0.0.1:\(origin.httpPort)/small HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(client.readAll().hasPrefix("HTTP/1.1 200 "))
+        try daemon.stop()
+
+        let ledger = Self.ledger(try String(contentsOfFile: logFile, encoding: .utf8))
+        let starts = ledger.filter { $0["ledger"] as? String == "run-start" }
+        let stops = ledger.filter { $0["ledger"] as? String == "run-stop" }
+        let runs = starts.compactMap { $0["run"] as? String }
+        #expect(runs.count == 2 && starts.last?["predecessor_run"] as? String == runs.first)
+        #expect(stops.count == 1 && stops.first?["run"] as? String == runs.last, "the killed process wrote none: \(stops)")
+        let report = try Atsgate.run(["report", "--format", "json", logFile])
+        #expect(report.status == 0, "\(report.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(report.stdout.utf8)) as? [String: Any])
+        #expect(json["complete"] as? Bool == true && json["incomplete_runs"] as? Int == 0)
+        let first = (json["runs"] as? [[String: Any]])?.first
+        #expect(first?["run"] as? String == runs.first && first?["complete"] as? Bool == true)
+        #expect(first?["continued_by"] as? String == runs.last && first?["stop"] is NSNull)
+    }
+
     /// The run ledger's records of a JSON log.
     static func ledger(_ text: String) -> [[String: Any]] {
         text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
