@@ -43,10 +43,12 @@ import Testing
         let events = Mutex<[String]>([])
         let adopted = Mutex<AdoptedItem?>(nil)
         let done = DispatchSemaphore(value: 0)
+        let adoption = DispatchSemaphore(value: 0)
         let sender = UpgradeSender(link: oldLink)
         let receiver = UpgradeReceiver(link: newLink, adopt: { item in
             events.withLock { $0.append("adopted") }
             adopted.withLock { $0 = item }
+            adoption.signal()
         }, other: { _, _ in })
         newLink.startReading({ receiver.received($0) }, ended: { _ in })
         oldLink.startReading({ sender.received($0) }, ended: { sender.end($0) })
@@ -62,8 +64,9 @@ import Testing
         #expect(offered)
         #expect(done.wait(timeout: .now() + 5) == .success)
         #expect(sender.settled(before: id + 1))
-        // The acknowledgement leaves before the adoption: the old side's `took` may run after it, but
-        // the receiver adopted only once its `took` was sent, which the old side read.
+        // The acknowledgement leaves before the adoption, so the old side may hear `took` before the
+        // receiver has adopted the item: wait for the adoption too.
+        #expect(adoption.wait(timeout: .now() + 5) == .success)
         let item = try #require(adopted.withLock { $0 })
         guard case .tunnel(let header, let tunnel) = item else { Issue.record("not a tunnel"); return }
         #expect(header.id == id)
