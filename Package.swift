@@ -75,14 +75,15 @@ let package = Package(
 
         // 4. The proxy.
         // Who may use the proxy and with which policy: routes to apps, proxy logins.
-        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "CCrypt"]),
+        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "CCrypt"],
+                resources: [.embedInCode("Resources/system-destinations.json")]),
         // The decision log: the record and its vocabulary (reasons, actions), its formats (JSON line,
         // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
         // records, and the observer the operator's side watches through.
         .target(name: "DecisionLog", dependencies: ["ATSPolicy", "TLSWire", "POSIX", "EventLoops", "ProxyAccess"]),
         // What the proxy decides for a request (Verdict) and how it answers: its own HTTP responses,
         // Proxy-Status (RFC 9209) and its error types, what the next hop said.
-        .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire"]),
+        .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire", "ProxyAccess"]),
         // An upgrade's hand-over between the old and the new process: the kinds of message and their
         // headers, the link (one SOCK_SEQPACKET socket), the old side's sender of items and the new
         // side's receiver, which acknowledges each before it is relayed.

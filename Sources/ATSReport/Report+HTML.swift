@@ -52,13 +52,33 @@ extension Report {
             if let skipped = input.skippedDescription { out += "<p class=\"note\">\(HTMLPage.escape(skipped))</p>\n" }
         }
         for app in apps { out += app.html(self) }
+        if !system.isEmpty { out += systemHTML }
         if !absentElsewhere.isEmpty {
             out += "<section class=\"app\"><h3>Absent since the baseline (apps not recorded in this run)</h3>\n"
                 + HTMLPage.absentTable(absentElsewhere) + "</section>\n"
         }
-        out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS-SPEC R1-R17)</footer>\n"
+        out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS-SPEC R1-R18)</footer>\n"
         out += "</body>\n</html>\n"
         return out
+    }
+}
+
+extension Report {
+    /// The device's own traffic, apart from every app's: its destinations and volume.
+    var systemHTML: String {
+        let e = HTMLPage.escape
+        var out = "<section class=\"app\" id=\"system\">\n<h2>Device system traffic</h2>\n"
+            + "<p class=\"note\">The device's own traffic (push notifications, iCloud, software update, certificate fetches,"
+            + " captive-portal probes): ATS does not judge it, and no app's findings, fixes or dictionary count it.</p>\n"
+            + "<table class=\"system\"><thead><tr><th>destination</th><th>records</th><th>up</th><th>down</th>"
+            + "<th>reasons</th></tr></thead><tbody>\n"
+        for traffic in system {
+            let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+            out += "<tr><td class=\"mono\">\(e(traffic.url))</td><td class=\"num\">\(traffic.records)</td>"
+                + "<td class=\"num\">\(Report.byteCount(traffic.bytesUp))</td><td class=\"num\">\(Report.byteCount(traffic.bytesDown))</td>"
+                + "<td class=\"mono\">\(e(reasons))</td></tr>\n"
+        }
+        return out + "</tbody></table>\n</section>\n"
     }
 }
 

@@ -48,6 +48,9 @@ extension Report {
                 .object([
                     ("url", .string(traffic.url)),
                     ("records", .int(traffic.records)),
+                    ("bytes_up", .int(traffic.bytesUp)),
+                    ("bytes_down", .int(traffic.bytesDown)),
+                    ("devices", .object(traffic.devices.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                     ("reasons", .object(traffic.reasons.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                 ])
             })),

@@ -21,11 +21,14 @@ extension Report {
         for app in apps { out += "\n" + app.text(self) }
         if !system.isEmpty {
             let records = system.reduce(0) { $0 + $1.records }
-            out += "\nSYSTEM: the device's own traffic, not an app's (\(records) record\(records == 1 ? "" : "s"); ATS does"
-                + " not judge it, so it needs no key in any app's dictionary):\n"
+            let bytes = system.reduce(0) { $0 + $1.bytesUp + $1.bytesDown }
+            out += "\nSYSTEM: the device's own traffic, not an app's (\(system.count) destination\(system.count == 1 ? "" : "s"),"
+                + " \(records) record\(records == 1 ? "" : "s"), \(Report.byteCount(bytes)); ATS does not judge it, so it"
+                + " needs no key in any app's dictionary):\n"
             for traffic in system {
                 let reasons = traffic.reasons.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
-                out += "    \(traffic.url): \(traffic.records) record\(traffic.records == 1 ? "" : "s")"
+                out += "    \(traffic.url): \(traffic.records) record\(traffic.records == 1 ? "" : "s"),"
+                    + " \(Report.byteCount(traffic.bytesUp)) up, \(Report.byteCount(traffic.bytesDown)) down"
                     + (reasons.isEmpty ? "" : " (\(reasons))") + "\n"
             }
         }
@@ -209,5 +212,20 @@ extension DestinationReport {
             for item in fix.unfixable { out += "      no key: \(item.advice)\n" }
         }
         return out
+    }
+}
+
+extension Report {
+    /// `812 B`, `4.1 kB`, `12.0 MB`: decimal units, one decimal past a kilobyte.
+    static func byteCount(_ bytes: Int) -> String {
+        guard bytes >= 1000 else { return "\(bytes) B" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var value = Double(bytes) / 1000
+        var unit = 0
+        while value >= 1000, unit < units.count - 1 {
+            value /= 1000
+            unit += 1
+        }
+        return String(format: "%.1f", value) + " " + units[unit]
     }
 }

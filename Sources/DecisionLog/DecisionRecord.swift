@@ -92,7 +92,7 @@ package struct DecisionRecord {
     /// rule decided (the lookup's would only say why ATS allowed the destination), nor for the device's
     /// own fetch, which no app's ATS judged.
     package var loggedRule: String? {
-        if action == .block || reason == .systemFetch, let reason, !reason.isATSRule { return nil }
+        if action == .block || reason == .systemFetch || reason == .systemTraffic, let reason, !reason.isATSRule { return nil }
         return rule?.rawValue ?? decision?.rule
     }
 

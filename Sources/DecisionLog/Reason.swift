@@ -53,6 +53,10 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     /// Not the app's: the device's own certificate fetch (trustd's caIssuers, OCSP or CRL request),
     /// forwarded outside any app's ATS policy (action `allow`, app `system`).
     case systemFetch
+    /// Not the app's: the device's own traffic other than a certificate fetch (push notifications,
+    /// iCloud, software update, captive-portal detection...), by the system-destinations table or a
+    /// captive probe's User-Agent; forwarded outside any app's ATS policy (action `allow`, app `system`).
+    case systemTraffic
 
     package init(_ reason: BlockReason) { self = .ats(reason) }
 
@@ -62,7 +66,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .dnsNXDomain, .dnsTimeout, .dnsFailure,
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
-        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol, .systemFetch,
+        .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol, .systemFetch, .systemTraffic,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -106,6 +110,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .parentTimeout: "parent-timeout"
         case .parentProtocol: "parent-protocol"
         case .systemFetch: "system-fetch"
+        case .systemTraffic: "system-traffic"
         }
     }
 

@@ -23,6 +23,20 @@ public struct SystemTraffic: Sendable, Equatable {
         case ocsp
         /// A certificate or CRL download without a User-Agent.
         case certificateDownload = "certificate-download"
+        /// The captive-portal probe (its User-Agent `CaptiveNetworkSupport-... wispr`).
+        case captiveProbe = "captive-probe"
+        /// A destination of the system-destinations table (Apple's services, the operator's own).
+        case destination
+    }
+
+    /// Whether it is one of the device's certificate fetches (reason `system-fetch`), which no ATS
+    /// ever judges, or other system traffic (reason `system-traffic`), which `--system-traffic judge`
+    /// hands back to the app's policy.
+    public var isCertificateFetch: Bool {
+        switch kind {
+        case .trustd, .ocsp, .certificateDownload: true
+        case .captiveProbe, .destination: false
+        }
     }
 
     public var kind: Kind
@@ -55,11 +69,70 @@ public struct SystemTraffic: Sendable, Equatable {
         return nil
     }
 
+    static let captiveProduct = "captivenetworksupport"
+
+    /// A request whose User-Agent is the captive-portal probe's (`CaptiveNetworkSupport-407.0.1 wispr`),
+    /// on any path: the device checking that the network reaches the Internet, not an app's load.
+    public static func captiveProbe(userAgent: String?) -> SystemTraffic? {
+        guard let userAgent, userAgent.utf8.count >= captiveProduct.utf8.count,
+              userAgent.prefix(captiveProduct.count).lowercased() == captiveProduct else { return nil }
+        return SystemTraffic(kind: .captiveProbe, message: "the device's captive-portal probe (User-Agent \(userAgent)):"
+                             + " not the app's load, so ATS does not judge it")
+    }
+
+    /// A connection or request to a destination of `table`: by the name the client gave (SNI, Host,
+    /// CONNECT's authority), else by the address it goes to.
+    public static func destination(host: Host?, address: IPAddress?, port: UInt16,
+                                   in table: SystemDestinations) -> SystemTraffic? {
+        guard let entry = table.match(host: host, address: address, port: port) else { return nil }
+        return SystemTraffic(kind: .destination, message: "the device's own traffic (\(entry.service), \(entry)):"
+                             + " not the app's, so ATS does not judge it")
+    }
+
     /// Decides system traffic's destinations for the record: no app's ATS applies to them, as under
     /// NSAllowsArbitraryLoads (so the record says `ats: off`).
     public static func engine(options: EngineOptions) -> DecisionEngine {
         let source = PolicySource(origin: app, format: nil, root: .bare,
                                   dictionary: ["NSAllowsArbitraryLoads": .bool(true)])
         return DecisionEngine(policy: Policy(source), options: options)
+    }
+}
+
+/// How the device's own traffic is told apart (`--system-traffic`, `--system-dest`): recorded as app
+/// `system` (the default), or judged with the app's policy like everything else. The device's
+/// certificate fetches are never the app's: ATS does not apply to trustd on a device either.
+public struct SystemTrafficRules: Sendable {
+    public enum Mode: String, Sendable, CaseIterable {
+        /// Recorded as app `system`, allowed, never counted against an app.
+        case record
+        /// Judged with the app's policy (a lab that holds the OS's traffic to the app's ATS too).
+        case judge
+    }
+
+    public var mode: Mode
+    public var destinations: SystemDestinations
+
+    public init(mode: Mode = .record, destinations: SystemDestinations = .apple) {
+        self.mode = mode
+        self.destinations = destinations
+    }
+
+    /// A cleartext request (absolute-form or transparent): a certificate fetch always, a captive
+    /// probe or a table destination in record mode; nil when it is the app's.
+    public func classify(method: String, path: String, userAgent: String?, contentType: @autoclosure () -> String?,
+                         host: Host?, address: IPAddress?, port: UInt16) -> SystemTraffic? {
+        if let fetch = SystemTraffic.classify(method: method, path: path, userAgent: userAgent, contentType: contentType()) {
+            return fetch
+        }
+        guard mode == .record else { return nil }
+        return SystemTraffic.captiveProbe(userAgent: userAgent)
+            ?? SystemTraffic.destination(host: host, address: address, port: port, in: destinations)
+    }
+
+    /// A tunnel (CONNECT, or a transparent TLS connection by its SNI or its address).
+    public func classify(tunnelTo host: Host?, address: IPAddress?, port: UInt16, userAgent: String?) -> SystemTraffic? {
+        guard mode == .record else { return nil }
+        return SystemTraffic.captiveProbe(userAgent: userAgent)
+            ?? SystemTraffic.destination(host: host, address: address, port: port, in: destinations)
     }
 }

@@ -71,7 +71,7 @@ extension Reason {
         case .parentAuth: .proxyConfigurationError
         // Never sent: a system fetch is forwarded and the origin's response passes as it came. The
         // type the proxy's other allowed answers carry.
-        case .systemFetch: .proxyInternalResponse
+        case .systemFetch, .systemTraffic: .proxyInternalResponse
         }
     }
 }

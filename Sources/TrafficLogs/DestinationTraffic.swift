@@ -53,6 +53,9 @@ public struct DestinationTraffic: Sendable {
     /// The client's own refusals of the server (`client-refused-certificate`), by the alert it sent
     /// (`encrypted`: TLS 1.3, its name hidden).
     public var clientRefusals: [String: Int] = [:]
+    /// Bytes the records say were moved, client to origin and back (the system section's volume).
+    public var bytesUp = 0
+    public var bytesDown = 0
 
     /// The proxy's reason for a client that refused the server's certificate.
     public static let clientRefusalReason = "client-refused-certificate"
@@ -109,6 +112,8 @@ public struct DestinationTraffic: Sendable {
         exceptions.formUnion(other.exceptions)
         certificateFindings.formUnion(other.certificateFindings)
         reportOnlyBlocks += other.reportOnlyBlocks
+        bytesUp += other.bytesUp
+        bytesDown += other.bytesDown
         if blockMessage == nil { blockMessage = other.blockMessage }
         devices.merge(other.devices, uniquingKeysWith: +)
         clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)

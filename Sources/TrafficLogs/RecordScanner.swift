@@ -46,6 +46,9 @@ public struct RecordScanner {
         public var pqOffered: Bool?
         /// `dropped` of a `log-overflow` record: decisions the proxy could not log; -1 when absent.
         public var dropped = -1
+        /// `bytes_up` and `bytes_down`: what the request moved; -1 when absent or null.
+        public var bytesUp = -1
+        public var bytesDown = -1
         /// The lab's name of the client device (`--device`), when one matched.
         public var device = Span.none
         /// `client_alert` of a client's refusal of the server: the alert's name; `clientAlertLogged`
@@ -166,6 +169,14 @@ public struct RecordScanner {
             guard let literal = cursor.literal() else { return false }
             fields.dropped = RecordScanner.count(cursor.base + literal.start, literal.count)
             return true
+        case .bytesUp?:
+            guard let literal = cursor.literal() else { return false }
+            fields.bytesUp = RecordScanner.count(cursor.base + literal.start, literal.count)
+            return true
+        case .bytesDown?:
+            guard let literal = cursor.literal() else { return false }
+            fields.bytesDown = RecordScanner.count(cursor.base + literal.start, literal.count)
+            return true
         case .certTolerated?:
             guard cursor.peek == UInt8(ascii: "[") else { return cursor.skipValue() }
             cursor.index += 1
@@ -268,6 +279,7 @@ public struct RecordScanner {
 private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
     case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert, run, ledger
+    case bytesUp, bytesDown
 
     package init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -296,6 +308,8 @@ private enum Key {
         case (7, UInt8(ascii: "d")) where equals("dropped"): self = .dropped
         case (6, UInt8(ascii: "d")) where equals("device"): self = .device
         case (12, UInt8(ascii: "c")) where equals("client_alert"): self = .clientAlert
+        case (8, UInt8(ascii: "b")) where equals("bytes_up"): self = .bytesUp
+        case (10, UInt8(ascii: "b")) where equals("bytes_down"): self = .bytesDown
         default: return nil
         }
     }

@@ -307,6 +307,8 @@ public struct TrafficSummaryBuilder {
             }
         }
         if fields.device.isPresent { count(device: intern(fields.device, line), slot: slot) }
+        if fields.bytesUp > 0 { destinations[slot].bytesUp += fields.bytesUp }
+        if fields.bytesDown > 0 { destinations[slot].bytesDown += fields.bytesDown }
         if reason >= 0, isClientRefusal[reason] {
             // Rare (a refusal per failed load): counted on the destination directly.
             let alert = fields.clientAlert.isPresent ? RecordScanner.string(fields.clientAlert, in: line) : "encrypted"

@@ -82,8 +82,9 @@ import TestSupport
         #expect(plist.stdout.contains("<key>api.example.com</key>"), "\(plist.stdout)")
         #expect(!plist.stdout.contains("ocsp.ca.example"), "no exception for the device's OCSP server")
         let text = try Atsgate.run(["report", "--local-network", "192.0.2.0/24", log]).stdout
-        #expect(text.contains("SYSTEM: the device's own traffic, not an app's (2 records;"), "\(text)")
-        #expect(text.contains("    http://ocsp.ca.example:\(origin.httpPort): 1 record (system-fetch 1)\n"), "\(text)")
+        #expect(text.contains("SYSTEM: the device's own traffic, not an app's (2 destinations, 2 records, "), "\(text)")
+        #expect(text.contains("    http://ocsp.ca.example:\(origin.httpPort): 1 record, ")
+                && text.contains(" down (system-fetch 1)\n"), "\(text)")
     }
 
     @Test func aSystemFetchIsNeverRedirectedOrUpgraded() throws {

@@ -11,8 +11,8 @@ import ProxyAnswers
 extension ProxyConnection {
     // MARK: absolute-form requests
 
-    /// `system`: the device's own fetch, decided outside the app's policy and never blocked.
-    func forward(_ head: RequestHead, system: SystemTraffic? = nil) {
+    /// The device's own traffic (`systemTraffic`) is decided outside the app's policy and never blocked.
+    func forward(_ head: RequestHead) {
         let destination: Destination
         switch head.absoluteFormDestination {
         case .success(let parsed):
@@ -28,10 +28,10 @@ extension ProxyConnection {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
-        let decision = (system == nil ? policy : generation.systemFetches).decide(destination, context: loadContext)
+        let decision = policy.decide(destination, context: loadContext)
         record.decision = decision
-        if let system {
-            enforce(.exempt(.systemFetch, message: system.message))
+        if let system = systemTraffic {
+            enforce(.exempt(system.isCertificateFetch ? .systemFetch : .systemTraffic, message: system.message))
             return openUpstream(destination, pooled: true, then: .forward(head))
         }
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked

@@ -21,6 +21,9 @@ extension ProxyConnection {
             return respond(.block(.ats(.portNotAllowed),
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
+        if let system = systemTraffic {
+            enforce(.exempt(system.isCertificateFetch ? .systemFetch : .systemTraffic, message: system.message))
+        }
         openUpstream(destination, then: .tunnel(loadContext))
     }
 
@@ -47,7 +50,8 @@ extension ProxyConnection {
         guard let first = inbound.first else { return }
         disarm()
         let isTLS = first == 0x16 && (inbound.count < 2 || inbound[1] == 0x03)
-        if isTLS, generation.configuration.inspection.enabled, let decision = record.decision {
+        // The device's own TLS is not watched: no app's ATS applies, and the device judges its servers itself.
+        if isTLS, generation.configuration.inspection.enabled, systemTraffic == nil, let decision = record.decision {
             return inspectTLS(destination: destination, requirements: decision.requirements, pin: decision.pin)
         }
         if !isTLS {

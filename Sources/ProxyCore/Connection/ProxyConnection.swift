@@ -62,6 +62,8 @@ package final class ProxyConnection {
     let localPort: Int
     /// The policy (index into the router's apps) of the current request.
     var appIndex = 0
+    /// The current request is the device's own traffic (app `system`), decided outside every app's ATS.
+    var systemTraffic: SystemTraffic?
     /// The destination ACL of the current request (index into the generation's: 0 global, 1+ a route's).
     var aclIndex = 0
     /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
@@ -331,13 +333,14 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
-        // The device's own fetches are no app's: whatever the routes say, they get no app's policy.
-        if head.isAbsoluteForm, let system = SystemTraffic.classify(
-            method: head.method, path: head.originForm, userAgent: record.userAgent,
-            contentType: head.field(named: "content-type")) {
+        // The device's own traffic is no app's: whatever the routes say, it gets no app's policy.
+        systemTraffic = nil
+        if head.isAbsoluteForm || head.method == "CONNECT", let system = generation.configuration.systemTraffic.classify(
+            head, userAgent: record.userAgent, destination: head.namedDestination) {
+            systemTraffic = system
             record.app = SystemTraffic.app
             record.policy = SystemTraffic.app
-            return forward(head, system: system)
+            return head.method == "CONNECT" ? connectTunnel(head) : forward(head)
         }
         let router = generation.router
         let product = AppRouter.product(ofUserAgent: record.userAgent)
@@ -613,7 +616,7 @@ package final class ProxyConnection {
     var clientHasUnsent: Bool { clientTLS?.hasUnsent == true }
 
     /// The policy of the current request.
-    var policy: DecisionEngine { generation.router.apps[appIndex].engine }
+    var policy: DecisionEngine { systemTraffic == nil ? generation.router.apps[appIndex].engine : generation.systemTraffic }
 
     func isSelf(_ destination: Destination) -> Bool {
         guard case .address(let ip) = destination.host else { return false }

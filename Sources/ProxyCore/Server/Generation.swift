@@ -21,8 +21,8 @@ package final class Generation: Sendable {
     let judge: ServerJudge
     /// Verdicts under this generation's trust store and pins.
     let verdicts: CertificateVerdictCache
-    /// Decides the device's own fetches (SystemTraffic): outside every app's ATS policy.
-    let systemFetches: DecisionEngine
+    /// Decides the device's own traffic (SystemTraffic): outside every app's ATS policy.
+    let systemTraffic: DecisionEngine
     /// 1 for the configuration the daemon started with, then one more per successful reload.
     let number: Int
     /// Which app's policy each request gets.
@@ -64,7 +64,7 @@ package final class Generation: Sendable {
             proxyStatus: ProxyStatus.bare.value(name: configuration.proxyName))
         judge = ServerJudge(store: configuration.inspection.trustStore, transparency: configuration.inspection.transparency,
                             aia: configuration.inspection.aiaFetch ? AIAFetcher(cache: daemon.issuers) : nil)
-        systemFetches = SystemTraffic.engine(options: configuration.engine.options)
+        systemTraffic = SystemTraffic.engine(options: configuration.engine.options)
         verdicts = CertificateVerdictCache(capacity: configuration.inspection.verdictCacheCapacity,
                                            timeToLive: configuration.inspection.verdictTimeToLive, counters: daemon.verdicts)
     }

@@ -49,6 +49,8 @@ public struct ProxyConfiguration: Sendable {
     /// `--device`: the lab's names for its clients (by address or proxy user), on every record and
     /// the per-app metrics.
     public var devices = DeviceTable()
+    /// `--system-traffic`, `--system-dest`: which traffic is the device's own, and whether it is judged.
+    public var systemTraffic = SystemTrafficRules()
     public var allowClients: [IPNetwork] = [IPNetwork(address: .v4(0x7F00_0000), prefixLength: 8),
                                             IPNetwork(address: .v6(1), prefixLength: 128)]
 

@@ -47,6 +47,20 @@ struct AccessOptions: ParsableArguments {
     var denyDest: [String] = []
 
     @Option(name: .long, help: ArgumentHelp("""
+        The device's own traffic (push notifications, iCloud, software update, captive-portal probes: the \
+        system-destinations table and the captive probe's User-Agent): record (app system, reason \
+        system-traffic, allowed, never counted against an app) or judge (with the app's policy, as \
+        everything else). Certificate fetches (system-fetch) are the device's either way.
+        """, valueName: "record|judge"))
+    var systemTraffic: SystemTrafficRules.Mode = .record
+
+    @Option(name: .long, help: ArgumentHelp("""
+        A destination that is the device's own traffic, added to Apple's published hosts (repeatable): a \
+        NAME, a .SUFFIX or a CIDR, then :PORT to match one port only ([IPv6]:PORT).
+        """, valueName: "name|.suffix|cidr[:port]"))
+    var systemDest: [String] = []
+
+    @Option(name: .long, help: ArgumentHelp("""
         A name for a lab device (repeatable, first match wins): its client address or range, or the proxy \
         user it logs in as. Every record gets the name as 'device' (null when none matches), the per-app \
         metrics a device label, the live page a device filter, the report a devices column.
@@ -136,6 +150,20 @@ struct AccessOptions: ParsableArguments {
         configuration.context = context == .auto ? nil : LoadContext(rawValue: context.rawValue)
         configuration.proxyName = try proxyStatusName()
         configuration.devices = try deviceTable()
+        configuration.systemTraffic = try systemTrafficRules()
+    }
+
+    /// `--system-traffic` and `--system-dest`: Apple's table and the operator's entries.
+    func systemTrafficRules() throws -> SystemTrafficRules {
+        var table = SystemDestinations.apple
+        for text in systemDest {
+            do {
+                table.add(try SystemDestinations.parseOperatorEntry(text))
+            } catch {
+                throw ValidationError("--system-dest \(error.description)")
+            }
+        }
+        return SystemTrafficRules(mode: systemTraffic, destinations: table)
     }
 
     /// `--allow-dest` / `--deny-dest` values.
@@ -170,3 +198,4 @@ struct AccessOptions: ParsableArguments {
 }
 
 extension ProxyMode: ExpressibleByArgument {}
+extension SystemTrafficRules.Mode: ExpressibleByArgument {}
