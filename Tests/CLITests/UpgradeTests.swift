@@ -398,7 +398,8 @@ import TestSupport
         try daemon.install(Data("#!/bin/sh\necho $$ > \"$0.child\"\nexec sleep 60\n".utf8))
         kill(pid, SIGUSR2)
         let childFile = daemon.binary + ".child"
-        #expect(eventually { FileManager.default.fileExists(atPath: childFile) })
+        // The shell creates the file before it writes the PID into it: wait for the PID.
+        #expect(eventually { UpgradeTests.readPID(childFile) != nil })
         let child = try #require(UpgradeTests.readPID(childFile))
         kill(pid, SIGHUP)
         #expect(eventually { daemon.process.stderr.contains("reload refused: an upgrade is in progress") })
