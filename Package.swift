@@ -85,6 +85,11 @@ let package = Package(
         // What the proxy decides for a request (Verdict) and how it answers: its own HTTP responses,
         // Proxy-Status (RFC 9209) and its error types, what the next hop said.
         .target(name: "ProxyAnswers", dependencies: ["ATSPolicy", "DecisionLog", "HTTP1", "TLSWire", "ProxyAccess"]),
+        // An upgrade's hand-over between the old and the new process: the kinds of message and their
+        // headers, the link (one SOCK_SEQPACKET socket), the old side's sender of items and the new
+        // side's receiver, which acknowledges each before it is relayed.
+        .target(name: "HandOver", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "DecisionLog"],
+                swiftSettings: [.swiftLanguageMode(.v5)]),
         // The watched TLS handshake of a tunnel as a value (TLSInspection), and the certificate verdicts
         // it asks for: judged off the loops, cached, shared by every loop.
         .target(name: "Inspection",
@@ -100,7 +105,7 @@ let package = Package(
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoops", "DNS", "ProxyAccess",
-                           "DecisionLog", "ProxyAnswers", "Inspection", "QUICGate"],
+                           "DecisionLog", "ProxyAnswers", "Inspection", "QUICGate", "HandOver"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -122,7 +127,7 @@ let package = Package(
             name: "atsgate",
             dependencies: [
                 "ATSPolicy", "ATSLint", "ATSReport", "LabProfile", "POSIX", "DecisionLog", "ProxyAnswers", "Inspection",
-                "ProxyCore", "ProxyAccess",
+                "HandOver", "ProxyCore", "ProxyAccess",
                 "Admin",
                 "TLSClient", "TLSWire", "Systemd",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -173,11 +178,12 @@ let package = Package(
         .testTarget(name: "POSIXTests", dependencies: ["POSIX", "CAtsgateShims", "TestSupport"]),
         .testTarget(name: "TLSClientTests", dependencies: ["TLSClient", "TLSWire", "TestSupport"]),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"]),
-        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops"]),
+        .testTarget(name: "EventLoopsTests", dependencies: ["EventLoops", "POSIX"]),
         .testTarget(name: "DNSTests", dependencies: ["DNS", "EventLoops", "ATSPolicy", "POSIX", "TestSupport"]),
         .testTarget(name: "ProxyAccessTests", dependencies: ["ProxyAccess", "ATSPolicy"]),
         .testTarget(name: "DecisionLogTests",
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+        .testTarget(name: "HandOverTests", dependencies: ["HandOver", "DecisionLog", "ATSPolicy", "POSIX"]),
         .testTarget(name: "ProxyAnswersTests",
                     dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX"]),
         .testTarget(name: "InspectionTests",
@@ -186,7 +192,8 @@ let package = Package(
                     dependencies: ["QUICGate", "TLSClient", "TLSWire", "POSIX", "ATSPolicy", "ProxyAccess", "DecisionLog",
                                    "ProxyAnswers", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests",
-                    dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
+                    dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HandOver", "HTTP1", "POSIX", "TLSWire", "TestSupport",
+                                   "LogTestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),
         .testTarget(name: "ATSReportTests", dependencies: ["ATSReport", "TrafficLogs", "ATSPolicy", "TestSupport"]),
         // Runs the real `atsgate` binary; depends on it so `swift test` builds it first.

@@ -43,13 +43,36 @@ public final class AdminServer: @unchecked Sendable {
     /// The address it listens on.
     public var address: SocketAddress? { Socket.localAddress(fd) }
 
-    public func start() {
+    /// The listening socket (an upgrade hands it to the new process).
+    public var listeningSocket: Int32 { fd }
+
+    /// An upgrade's new process accepts now: nothing is accepted here, and the live page's event
+    /// streams end (an EventSource reconnects, to the new process).
+    public func stopAccepting() {
+        feed.streamsEnded.store(true, ordering: .relaxed)
         loop.execute { [self] in
-            let channel = Channel(fd: fd, poller: loop.poller)
-            channel.onReadable { [unowned self] in accept() }
-            channel.wantRead(true)
-            listener = channel
+            listener?.detach()
+            listener = nil
         }
+    }
+
+    /// The upgrade failed: accepting again.
+    public func resumeAccepting() {
+        feed.streamsEnded.store(false, ordering: .relaxed)
+        loop.execute { [self] in
+            if listener == nil { attach() }
+        }
+    }
+
+    public func start() {
+        loop.execute { [self] in attach() }
+    }
+
+    private func attach() {
+        let channel = Channel(fd: fd, poller: loop.poller)
+        channel.onReadable { [unowned self] in accept() }
+        channel.wantRead(true)
+        listener = channel
     }
 
     private func accept() {
@@ -300,7 +323,7 @@ private final class AdminExchange {
     static let stalledSeconds = 60.0
 
     private func pump() {
-        guard !done, let server, monotonic() < streamEnd else { return finish() }
+        guard !done, let server, monotonic() < streamEnd, !feed.streamsEnded.load(ordering: .relaxed) else { return finish() }
         let now = monotonic()
         if response.count < Self.backlog {
             switch feed.read(after: cursor) {

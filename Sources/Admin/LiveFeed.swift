@@ -1,6 +1,7 @@
 import DecisionLog
 import Foundation
 import ProxyCore
+import Synchronization
 
 /// The most recent decision records, numbered, and the totals of every record so far, for the live
 /// page: it shows them at once when it loads, and its event stream (`/events`) sends each record
@@ -28,6 +29,8 @@ public final class LiveFeed: DecisionObserver, @unchecked Sendable {
     private var start = 0
     private var last = 0
     private var totals = LoopMetrics()
+    /// Set while an upgrade's new process serves the admin window: the streams here end.
+    let streamsEnded = Atomic<Bool>(false)
 
     public init() {}
 

@@ -122,6 +122,11 @@ enum PrometheusText {
         family("atsgate_reloads_total", "counter", "Configuration reloads, by result.",
                [(label(["result": "success"]), "\(gauges.reloadsSucceeded)"),
                 (label(["result": "failure"]), "\(gauges.reloadsFailed)")])
+        family("atsgate_upgrades_total", "counter",
+               "Binary upgrades (SIGUSR2), by result: success counts the new process taking over (and carries on from "
+                   + "process to process), failure an upgrade after which this process kept serving.",
+               [(label(["result": "success"]), "\(gauges.upgradesSucceeded)"),
+                (label(["result": "failure"]), "\(gauges.upgradesFailed)")])
         family("atsgate_config_generation", "gauge", "The configuration generation new connections use (1 at start).",
                [("", "\(gauges.generation)")])
         family("atsgate_last_reload_timestamp_seconds", "gauge", "When the configuration last changed (Unix time).",

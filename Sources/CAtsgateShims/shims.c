@@ -2,8 +2,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
+#include <signal.h>
+#include <spawn.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/pidfd.h>
 #include <string.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -123,4 +127,149 @@ int atsgate_receive_datagrams(int fd, unsigned char *buffers, size_t size, unsig
         }
     }
     return received;
+}
+
+int atsgate_seqpacket_pair(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
+}
+
+int atsgate_seqpacket_socket(void) {
+    return socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+}
+
+int atsgate_accept_cloexec(int fd) {
+    return accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+int atsgate_peer_credentials(int fd, pid_t *pid, uid_t *uid, gid_t *gid) {
+    struct ucred credentials;
+    socklen_t length = sizeof(credentials);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) != 0) return -1;
+    *pid = credentials.pid;
+    *uid = credentials.uid;
+    *gid = credentials.gid;
+    return 0;
+}
+
+ssize_t atsgate_send_descriptors(int socket, const void *bytes, size_t length, const int *fds, int count) {
+    if (count < 0 || count > ATSGATE_MAX_PASSED_DESCRIPTORS) {
+        errno = EINVAL;
+        return -1;
+    }
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int) * ATSGATE_MAX_PASSED_DESCRIPTORS)];
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec vector = { .iov_base = (void *)bytes, .iov_len = length };
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1 };
+    if (count > 0) {
+        message.msg_control = control.space;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * count);
+        memcpy(CMSG_DATA(header), fds, sizeof(int) * count);
+    }
+    return sendmsg(socket, &message, MSG_NOSIGNAL);
+}
+
+ssize_t atsgate_receive_descriptors(int socket, void *bytes, size_t length, int *fds, int capacity,
+                                    int *count, int *flags) {
+    *count = 0;
+    *flags = 0;
+    if (capacity < 0 || capacity > ATSGATE_MAX_PASSED_DESCRIPTORS) {
+        errno = EINVAL;
+        return -1;
+    }
+    union {
+        struct cmsghdr header;
+        char space[CMSG_SPACE(sizeof(int) * ATSGATE_MAX_PASSED_DESCRIPTORS)];
+    } control;
+    memset(&control, 0, sizeof(control));
+    struct iovec vector = { .iov_base = bytes, .iov_len = length };
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1 };
+    if (capacity > 0) {
+        message.msg_control = control.space;
+        // Room for `capacity` only: more descriptors than that end the message with MSG_CTRUNC.
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * capacity);
+    }
+    ssize_t received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC);
+    if (received < 0) return -1;
+    *flags = message.msg_flags;
+    // Every SCM_RIGHTS header, in order: the kernel may split what one send carried.
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header != NULL; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        size_t carried = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        for (size_t index = 0; index < carried; index++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(header) + index * sizeof(int), sizeof(int));
+            if (*count < capacity) {
+                fds[(*count)++] = fd;
+            } else {
+                close(fd);
+                *flags |= MSG_CTRUNC;
+            }
+        }
+    }
+    return received;
+}
+
+int atsgate_readable_bytes(int fd) {
+    int count = 0;
+    if (ioctl(fd, FIONREAD, &count) != 0) return -1;
+    return count;
+}
+
+int atsgate_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+                  const int *inherited, int count) {
+    if (count < 0) return EINVAL;
+    int target = 3;
+    // Each inherited descriptor is first copied above the range it goes to, so that moving one to
+    // 3 + i can never overwrite another still to be moved; closefrom then closes the copies.
+    int copies[count > 0 ? count : 1];
+    int made = 0;
+    int result = 0;
+    for (; made < count; made++) {
+        copies[made] = fcntl(inherited[made], F_DUPFD_CLOEXEC, target + count);
+        if (copies[made] < 0) {
+            result = errno;
+            break;
+        }
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attributes;
+    int actionsMade = 0, attributesMade = 0;
+    if (result == 0) result = posix_spawn_file_actions_init(&actions);
+    if (result == 0) actionsMade = 1;
+    for (int index = 0; result == 0 && index < count; index++) {
+        result = posix_spawn_file_actions_adddup2(&actions, copies[index], target + index);
+    }
+    if (result == 0) result = posix_spawn_file_actions_addclosefrom_np(&actions, target + count);
+    if (result == 0) result = posix_spawnattr_init(&attributes);
+    if (result == 0) attributesMade = 1;
+    if (result == 0) {
+        // The parent ignores the signals it handles through Dispatch, and ignored dispositions
+        // survive exec: the child starts with every signal at its default and none blocked.
+        sigset_t all, none;
+        sigfillset(&all);
+        sigemptyset(&none);
+        result = posix_spawnattr_setsigdefault(&attributes, &all);
+        if (result == 0) result = posix_spawnattr_setsigmask(&attributes, &none);
+        if (result == 0) result = posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    }
+    if (result == 0) result = posix_spawn(pid, path, &actions, &attributes, argv, envp);
+    if (attributesMade) posix_spawnattr_destroy(&attributes);
+    if (actionsMade) posix_spawn_file_actions_destroy(&actions);
+    for (int index = 0; index < made; index++) close(copies[index]);
+    return result;
+}
+
+int atsgate_pidfd_open(pid_t pid) {
+    return pidfd_open(pid, 0);
+}
+
+int atsgate_pidfd_send_signal(int pidfd, int signal) {
+    return pidfd_send_signal(pidfd, signal, NULL, 0);
 }

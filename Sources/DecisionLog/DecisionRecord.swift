@@ -81,12 +81,15 @@ package struct DecisionRecord {
     /// (`original_dst`, null on the proxy path and for a QUIC attempt whose destination NAT hid).
     package var path = RecordPath.proxy
     package var originalDestination: SocketAddress?
+    /// Set on a record another process decided (an upgrade's adopted tunnel): its fields as that
+    /// process visited them (FrozenRecord.swift).
+    package var frozen: Frozen?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
-    package var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
+    package var loggedAction: String { frozen?.action ?? action?.rawValue ?? decision?.action.rawValue ?? "allow" }
 
     /// The reason code as logged, if any.
-    package var loggedReason: String? { reason?.rawValue ?? decision?.reason?.rawValue }
+    package var loggedReason: String? { frozen.map(\.reason) ?? reason?.rawValue ?? decision?.reason?.rawValue }
 
     /// The rule as logged: the TLS-level rule that decided, else the policy lookup's; none for a block
     /// by one of the proxy's own rules (a port, a client, a login, the destination ACL), which no ATS
@@ -101,6 +104,7 @@ package struct DecisionRecord {
     /// line, the journal entry and the tests all read. A nil value is written as null; the fields
     /// that only some records have are not handed over at all when absent.
     package func visit<Fields: LogFieldVisitor>(policy: String, _ fields: inout Fields) {
+        if let frozen { return frozen.replay(self, into: &fields) }
         let destination = decision?.destination ?? target
         fields.time("time", time)
         // This process's run (RunLedger.swift): which run a record belongs to, for the report.
@@ -168,8 +172,21 @@ package struct DecisionRecord {
     }
 
     /// The text log's line; `run` (the text sink's) is said after the counts, the journal's MESSAGE
-    /// leaves it to its ATS_RUN field.
+    /// leaves it to its ATS_RUN field. A frozen record keeps the head its maker wrote and takes this
+    /// process's counts and run, because the process that ends a connection is the one that logs it.
     package func text(policy: String, run: String? = nil) -> String {
+        var line = frozen?.textHead ?? textHead(policy: policy)
+        line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
+        if let run { line += " run=\(run)" }
+        if let text = message ?? decision?.message {
+            // One record, one line: a policy value with a newline must not split it.
+            line += ": " + text.replacing("\n", with: "\\n")
+        }
+        return line
+    }
+
+    /// The text line up to its byte counts.
+    func textHead(policy: String) -> String {
         let target = (decision?.destination ?? self.target).map { "\($0.scheme.rawValue)://\($0.host):\($0.port)" } ?? "-"
         let verdict = loggedAction
         let code = loggedReason
@@ -187,12 +204,6 @@ package struct DecisionRecord {
         if !enforced { line += " (report only)" }
         if let tlsVersion { line += " \(tlsVersion)" }
         if let cipher { line += " \(cipher)" }
-        line += " up=\(bytesUp) down=\(bytesDown) \(Int(durationMilliseconds))ms"
-        if let run { line += " run=\(run)" }
-        if let text = message ?? decision?.message {
-            // One record, one line: a policy value with a newline must not split it.
-            line += ": " + text.replacing("\n", with: "\\n")
-        }
         return line
     }
 

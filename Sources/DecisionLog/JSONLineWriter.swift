@@ -15,6 +15,8 @@ package struct JSONObjectFields: LogFieldVisitor {
     package mutating func host(_ name: StaticString, _ value: Host?) { add(name, .optional(value?.description)) }
     package mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, .optional(value?.description)) }
 
+    package mutating func replayed(_ name: String, _ value: JSONValue) { fields.append((name, value)) }
+
     private mutating func add(_ name: StaticString, _ value: JSONValue) { fields.append((name.description, value)) }
 
     /// The fields as journald fields: `ATS_` and the name in upper case, a string as it is and any
@@ -138,6 +140,14 @@ package struct JSONLineWriter: LogFieldVisitor {
         bytes.append(UInt8(ascii: "\""))
         appendIP(value)
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    package mutating func replayed(_ name: String, _ value: JSONValue) {
+        if fieldCount > 0 { bytes.append(UInt8(ascii: ",")) }
+        fieldCount += 1
+        JSONValue.appendString(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+        value.appendCompact(to: &bytes)
     }
 
     // MARK: Pieces

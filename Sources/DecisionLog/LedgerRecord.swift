@@ -49,6 +49,10 @@ package struct LedgerRecord {
             if let handOver = stop.handOver {
                 text = "atsgate run \(run) handed over to run \(handOver.successor.run) (\(handOver.successor.version), "
                     + "PID \(handOver.successor.pid)) with \(Self.count(handOver.handedOver, "connection"))"
+                if let tunnels = handOver.tunnels, let idle = handOver.idleClients {
+                    text += " (\(Self.count(tunnels, "tunnel")), \(Self.count(idle, "idle client")))"
+                }
+                if let listeners = handOver.listeners { text += " and \(Self.count(listeners, "listener"))" }
             }
             return text + ": \(Self.count(records, "decision record")) written, \(dropped) lost, "
                 + "\(Self.count(stop.cut, "connection")) cut at the stop"

@@ -15,4 +15,6 @@ package protocol LogFieldVisitor {
     mutating func address(_ name: StaticString, _ value: SocketAddress)
     mutating func host(_ name: StaticString, _ value: Host?)
     mutating func ip(_ name: StaticString, _ value: IPAddress?)
+    /// A field of a frozen record (another process's), with the value it had there.
+    mutating func replayed(_ name: String, _ value: JSONValue)
 }

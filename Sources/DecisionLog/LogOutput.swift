@@ -1,5 +1,6 @@
 import Glibc
 import POSIX
+import Synchronization
 
 /// Where a log's writer thread puts records, with blocking writes: lines to a descriptor (standard
 /// output, or a file opened O_APPEND that SIGUSR1 reopens), journal entries to the structured writer
@@ -13,6 +14,9 @@ package final class LogOutput {
     /// A failed write left half a line that could not be cut off: the next write starts a new line,
     /// so only that half line is damaged.
     private var tornLine = false
+    /// Another process writes to the same descriptor now (an upgrade's old and new process, both
+    /// with the standard output they inherited): see `write(lines:)`.
+    package let shared = Atomic<Bool>(false)
 
     package init(fd: Int32, structured: StructuredLogWriter?) {
         self.fd = fd
@@ -83,18 +87,51 @@ package final class LogOutput {
             if let error = writeAll([0x0A]).error { return (0, "writing to \(name) failed: \(error)") }
             tornLine = false
         }
-        let (written, error) = writeAll(lines)
+        let (written, error) = shared.load(ordering: .relaxed) && isPipeOrSocket ? writeInAtomicChunks(lines) : writeAll(lines)
         guard let error else { return (written, nil) }
         let complete = (lines[..<written].lastIndex(of: 0x0A) ?? -1) + 1
         if written > complete, !LogFile.cutTail(fd, count: written - complete) { tornLine = true }
         return (complete, "writing to \(name) failed: \(error)")
     }
 
+    /// Whether the descriptor is a pipe, a FIFO or a socket: where two writers' writes longer than
+    /// PIPE_BUF may interleave inside a line. (A regular file takes each write whole, at its end.)
+    private var isPipeOrSocket: Bool {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { return false }
+        let type = status.st_mode & S_IFMT
+        return type == S_IFIFO || type == S_IFSOCK
+    }
+
+    /// Writes whole lines in writes of at most PIPE_BUF bytes, which a pipe never splits or mixes
+    /// with another writer's; a longer line goes alone (and may be split, as it would anyway).
+    private func writeInAtomicChunks(_ lines: [UInt8]) -> (written: Int, error: SystemError?) {
+        var offset = 0
+        while offset < lines.count {
+            var end = offset
+            // Whole lines while they fit; at least one line.
+            while end < lines.count {
+                guard let newline = lines[end...].firstIndex(of: 0x0A) else { end = lines.count; break }
+                if newline + 1 - offset > Int(PIPE_BUF), end > offset { break }
+                end = newline + 1
+            }
+            let (written, error) = writeAll(lines, from: offset, to: end)
+            offset += written
+            if let error { return (offset, error) }
+        }
+        return (offset, nil)
+    }
+
     /// write(2) until everything is written or a write fails; how far it got.
     private func writeAll(_ bytes: [UInt8]) -> (written: Int, error: SystemError?) {
-        var offset = 0
-        while offset < bytes.count {
-            let outcome = bytes[offset...].withUnsafeBytes { buffer in
+        writeAll(bytes, from: 0, to: bytes.count)
+    }
+
+    /// write(2) of `bytes[start..<end]` until it is all written or a write fails; how many bytes went.
+    private func writeAll(_ bytes: [UInt8], from start: Int, to end: Int) -> (written: Int, error: SystemError?) {
+        var offset = start
+        while offset < end {
+            let outcome = bytes[offset..<end].withUnsafeBytes { buffer in
                 Result { () throws(SystemError) in try LogFile.write(fd, buffer) }
             }
             switch outcome {
@@ -103,15 +140,15 @@ package final class LogOutput {
             case .success(.wouldBlock):
                 // Standard output inherited non-blocking: this thread may wait, the loops never do.
                 if case .failed(let code) = Poll.wait(fd: fd, events: Int16(POLLOUT), timeout: 3600) {
-                    return (offset, SystemError(call: "poll", code: code))
+                    return (offset - start, SystemError(call: "poll", code: code))
                 }
             case .success:
-                return (offset, SystemError(call: "write", code: EIO))
+                return (offset - start, SystemError(call: "write", code: EIO))
             case .failure(let error):
-                return (offset, error)
+                return (offset - start, error)
             }
         }
-        return (offset, nil)
+        return (offset - start, nil)
     }
 }
 

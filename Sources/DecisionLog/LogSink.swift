@@ -72,6 +72,13 @@ public final class LogSink: @unchecked Sendable {
         writer.requestReopen()
     }
 
+    /// Another process writes to the same output from now on (`true`), or no longer: an upgrade's
+    /// old and new process share their standard output while both run, and a pipe then gets whole
+    /// lines in writes of at most PIPE_BUF bytes, which the kernel never interleaves.
+    public func setSharedOutput(_ shared: Bool) {
+        writer.output.shared.store(shared, ordering: .relaxed)
+    }
+
     /// Waits up to `seconds` for the writer to write what it was handed; returns how many records
     /// are still unwritten. `closing` (the daemon stops): the last record then says how many were
     /// lost since the start, if any were, and then, when `stop` says how the run ended, the

@@ -30,8 +30,8 @@ package final class LogWriter: @unchecked Sendable {
     package let paused = Atomic<Bool>(false)
     /// `buffer.capacity`, readable without the lock (it never changes).
     package let capacity: Int
-    /// Touched by the thread only (and by `init`).
-    private let output: LogOutput
+    /// Touched by the thread only (and by `init`), but for its `shared` flag.
+    package let output: LogOutput
     private let format: LogFormat
     private let warn: @Sendable (String) -> Void
 

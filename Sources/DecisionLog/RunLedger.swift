@@ -69,10 +69,18 @@ public struct RunStatus: Sendable {
 public struct RunHandOver: Sendable {
     public var successor: RunPeer
     public var handedOver: Int
+    /// What `handedOver` was made of, and the listening sockets that went with it, for the
+    /// record's message only (the fields stay those of docs/decision-log-ledger.md).
+    public var tunnels: Int?
+    public var idleClients: Int?
+    public var listeners: Int?
 
-    public init(successor: RunPeer, handedOver: Int) {
+    public init(successor: RunPeer, handedOver: Int, tunnels: Int? = nil, idleClients: Int? = nil, listeners: Int? = nil) {
         self.successor = successor
         self.handedOver = handedOver
+        self.tunnels = tunnels
+        self.idleClients = idleClients
+        self.listeners = listeners
     }
 }
 

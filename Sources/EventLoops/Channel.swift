@@ -14,6 +14,8 @@ package final class Channel {
     private var readActive = false
     private var writeActive = false
     private var registered = false
+    /// Out of the poller for an upgrade's hand-over, with its interest and handlers kept (`suspend`).
+    private var suspended = false
     package private(set) var closed = false
     /// The poller reported the peer's end (EPOLLRDHUP or EPOLLHUP): reading on reaches it.
     package private(set) var peerClosed = false
@@ -49,6 +51,7 @@ package final class Channel {
     }
 
     private func updateInterest() {
+        guard !suspended else { return }
         var events: UInt32 = 0
         if readActive { events |= EPOLLIN.rawValue | EPOLLRDHUP.rawValue }
         if writeActive { events |= EPOLLOUT.rawValue }
@@ -99,10 +102,32 @@ package final class Channel {
         leave(deregistering: true)
     }
 
+    /// Takes the descriptor out of the poller (EPOLL_CTL_DEL) and keeps it open, with its handlers
+    /// and the interest asked for, until `unsuspend` or `close`. An upgrade's hand-over suspends a
+    /// connection's sockets before it passes them: once another process holds the same open file,
+    /// close(2) here would no longer take it out of this loop's epoll set, which would keep reporting
+    /// it (design §4.3).
+    package func suspend() {
+        assertOnLoop(poller.queue)
+        guard !closed, !suspended else { return }
+        suspended = true
+        if registered { poller.remove(self, registered: true) }
+        registered = false
+    }
+
+    /// Back in the poller with the interest it had (the hand-over was refused).
+    package func unsuspend() {
+        assertOnLoop(poller.queue)
+        guard !closed, suspended else { return }
+        suspended = false
+        updateInterest()
+    }
+
     package func close() {
         // No EPOLL_CTL_DEL: the descriptor is this socket's only one (every socket is made with
         // SOCK_CLOEXEC and never duplicated), so close(2) removes it from the epoll set; the
-        // explicit removal was two system calls per tunnel.
+        // explicit removal was two system calls per tunnel. A descriptor passed to another process
+        // is duplicated: it is `suspend`ed (deregistered) first.
         guard leave(deregistering: false) else { return }
         SystemCall.close(fd)
     }

@@ -33,6 +33,72 @@ package final class Pump {
         bytes = pending.count
     }
 
+    /// A direction as an upgrade hands it to the new process (design §4.2): the bytes still held in
+    /// user space, the pipe with the bytes in flight (passed as it is, never drained: the bytes stay
+    /// in the kernel, in order), and the counts.
+    package struct Snapshot: Equatable {
+        package var pending: [UInt8]
+        package var pipe: (read: Int32, write: Int32)?
+        /// What this pump counted into the pipe and not out of it yet (FIONREAD checks it).
+        package var inPipe: Int
+        package var bytes: Int
+        package var sourceEnded: Bool
+        package var finished: Bool
+
+        package init(pending: [UInt8], pipe: (read: Int32, write: Int32)?, inPipe: Int, bytes: Int,
+                     sourceEnded: Bool, finished: Bool) {
+            self.pending = pending
+            self.pipe = pipe
+            self.inPipe = inPipe
+            self.bytes = bytes
+            self.sourceEnded = sourceEnded
+            self.finished = finished
+        }
+
+        package static func == (lhs: Snapshot, rhs: Snapshot) -> Bool {
+            lhs.pending == rhs.pending && lhs.pipe?.read == rhs.pipe?.read && lhs.pipe?.write == rhs.pipe?.write
+                && lhs.inPipe == rhs.inPipe && lhs.bytes == rhs.bytes && lhs.sourceEnded == rhs.sourceEnded
+                && lhs.finished == rhs.finished
+        }
+    }
+
+    /// Where the direction stands; the pipe stays this pump's until `relinquish`.
+    package var snapshot: Snapshot {
+        Snapshot(pending: pending, pipe: pipe, inPipe: inPipe, bytes: bytes, sourceEnded: sourceEnded, finished: finished)
+    }
+
+    /// A direction taken over from another process's `snapshot`, its pipe with it. Nothing moves
+    /// until `run`.
+    package init(resuming snapshot: Snapshot, from: Channel, to: Channel, loop: EventLoop) {
+        self.from = from
+        self.to = to
+        self.loop = loop
+        pending = snapshot.pending
+        pipe = snapshot.pipe
+        inPipe = snapshot.inPipe
+        bytes = snapshot.bytes
+        sourceEnded = snapshot.sourceEnded
+        finished = snapshot.finished
+        // Whatever the source holds is reported again by the level-triggered poller; one read to see.
+        sourceDrained = false
+    }
+
+    /// The new process took the direction over: this process's copy of the pipe is closed, never
+    /// kept as a spare (the other process writes into the same pipe now), and nothing moves here again.
+    package func relinquish() {
+        loop.assertOnLoop()
+        if let pipe {
+            SystemCall.close(pipe.read)
+            SystemCall.close(pipe.write)
+        }
+        pipe = nil
+        inPipe = 0
+        finished = true
+        onProgress = {}
+        onFinish = {}
+        onError = { _ in }
+    }
+
     /// Connections are released on their loop's queue, so the pipe goes back to that loop's spares.
     deinit {
         if let pipe { loop.returnPipe(pipe, empty: inPipe == 0) }

@@ -69,6 +69,14 @@ public enum SystemCall {
         return (fds[0], fds[1])
     }
 
+    /// Bytes waiting to be read (FIONREAD): what a pipe holds, or a socket's unread input. A relay's
+    /// pipe keeps its bytes when its descriptor moves to another process; this says how many.
+    public static func readableBytes(_ fd: Int32) throws(SystemError) -> Int {
+        let count = atsgate_readable_bytes(fd)
+        guard count >= 0 else { throw SystemError(call: "ioctl FIONREAD", code: errno) }
+        return Int(count)
+    }
+
     public static func close(_ fd: Int32) {
         // Linux closes the descriptor even when close(2) reports EINTR: never retry.
         _ = Glibc.close(fd)

@@ -54,6 +54,27 @@ public struct ServiceNotifier: Sendable {
         try notify([("WATCHDOG", "1")])
     }
 
+    /// Names another process of the service as its main process: MAINPID=, sent by the main process
+    /// itself when it hands the service to the new binary it started. systemd takes it from the
+    /// main process under NotifyAccess=main when `pid` is in the service's cgroup (a child is), then
+    /// watches that process instead, takes notifications from it only, and ignores this one's exit.
+    /// Follow it with `barrier(timeout:)` before exiting: a main process that exits before systemd
+    /// read the datagram is taken for the service's end.
+    public func mainPID(_ pid: Int32, status: String? = nil) throws {
+        precondition(pid > 0, "MAINPID must name a process")
+        try notify([("MAINPID", String(pid))] + Self.statusAssignment(status))
+    }
+
+    /// Waits until the service manager has processed every notification sent before (sd_notify_barrier:
+    /// a BARRIER=1 datagram carrying a pipe that the manager closes once it got there), for at most
+    /// `timeout`. Returns at once outside systemd. Throws on timeout.
+    public func barrier(timeout: Duration) throws {
+        let microseconds = UInt64(clamping: timeout.components.seconds) * 1_000_000
+            + UInt64(timeout.components.attoseconds / 1_000_000_000_000)
+        let result = sd_notify_barrier(0, microseconds)
+        if result < 0 { throw SystemdError.call("sd_notify_barrier", returned: result, context: "BARRIER") }
+    }
+
     /// The datagram `notify` sends for `assignments`.
     public static func message(_ assignments: [(String, String)]) -> String {
         assignments.map { key, value in

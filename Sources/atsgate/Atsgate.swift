@@ -10,7 +10,8 @@ struct Atsgate: ParsableCommand {
         abstract: "Enforce and explain Apple's App Transport Security policy.",
         version: AtsgateVersion.string,
         subcommands: [RunCommand.self, CheckCommand.self, LintCommand.self, ReportCommand.self, DiagnoseCommand.self,
-                      HealthCommand.self, ProfileCommand.self, DoctorCommand.self, VersionCommand.self]
+                      HealthCommand.self, ProfileCommand.self, DoctorCommand.self, UpgradeCommand.self,
+                      VersionCommand.self]
     )
 
     static func main() {
@@ -19,6 +20,7 @@ struct Atsgate: ParsableCommand {
             var command = try parseAsRoot(arguments)
             try command.run()
         } catch let failure as CommandFailure {
+            TakeOverFailure.report(failure.message)
             FileHandle.standardError.write(Data("atsgate: \(failure.message)\n".utf8))
             Foundation.exit(failure.exitCode)
         } catch {
@@ -28,6 +30,7 @@ struct Atsgate: ParsableCommand {
                 if !message.isEmpty { print(message) }
                 Foundation.exit(0)
             }
+            TakeOverFailure.report(message.split(separator: "\n").first.map(String.init) ?? message)
             if let explicit = error as? ExitCode { Foundation.exit(explicit.rawValue) }
             FileHandle.standardError.write(Data("\(message)\n".utf8))
             Foundation.exit(2)

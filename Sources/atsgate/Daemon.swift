@@ -2,6 +2,7 @@ import Admin
 import DecisionLog
 import Dispatch
 import Foundation
+import HandOver
 import ProxyCore
 
 /// The daemon, from a finished configuration: the proxy's listeners and event loops, the decision
@@ -17,8 +18,16 @@ struct Daemon {
     var sink: LogSink?
     /// Hears of every decision record, beside the admin window's live feed; nil: nobody else.
     var observer: (any DecisionObserver)?
-    /// Seconds open connections get to finish after SIGTERM.
+    /// Seconds open connections get to finish after SIGTERM (and after an upgrade handed over).
     var gracePeriod = 10.0
+    /// `--pid-file`, written once the process serves.
+    var pidFile: String?
+    /// Seconds a new binary gets to start and take over (SIGUSR2).
+    var upgradeTimeout = 30.0
+    /// The file this process was started from (recorded at start): what SIGUSR2 starts.
+    var executable: ExecutableFile?
+    /// Set when this process was started by an upgrade: the socket to the old process.
+    var upgradeLink: HandOverLink?
     /// The process this one took over from (an upgrade): its run, PID and version, which this run's
     /// `run-start` names so that the report counts the old run as continued (RunLedger.swift).
     var predecessor: RunPeer?
@@ -40,6 +49,7 @@ struct Daemon {
     struct Running {
         let server: ProxyServer
         let admin: AdminServer?
+        let sink: LogSink
         /// The "listening on" line, said once the signal handlers are in place.
         let announcement: String
     }
@@ -84,18 +94,34 @@ struct Daemon {
         server.startRun(predecessor: predecessor)
         server.start()
         admin?.start()
-        return Running(server: server, admin: admin,
+        return Running(server: server, admin: admin, sink: sink,
                        announcement: Self.announcement(configuration, server: server, admin: admin))
     }
 
-    /// Starts, then serves until a signal ends the process.
+    /// Starts (or takes over from the process that started this one), then serves until a signal
+    /// ends the process.
     func run() throws -> Never {
+        if let upgradeLink { try takeOver(upgradeLink) }
         let running = try start()
-        let line = running.announcement
-        ServiceLifecycle(server: running.server, gracePeriod: gracePeriod, reconfigure: reconfigure,
-                         announce: { ServiceManager.say(line) }).start()
+        serve(running, upgrade: upgrade(for: running))
         // The loops hold the admin listener's handlers, not the listener: keep it for the life of the process.
         withExtendedLifetime(running.admin) { dispatchMain() }
+    }
+
+    /// What SIGUSR2 does for this process.
+    func upgrade(for running: Running) -> BinaryUpgrade {
+        BinaryUpgrade(server: running.server, admin: running.admin, sink: running.sink, executable: executable,
+                      timeout: upgradeTimeout, grace: gracePeriod)
+    }
+
+    /// The signals, READY, the pid file and the status socket: the process is the one that serves
+    /// (`serving` runs once all of it is in place).
+    func serve(_ running: Running, upgrade: BinaryUpgrade, serving: @escaping @Sendable () -> Void = {}) {
+        let line = running.announcement
+        let lifecycle = ServiceLifecycle(server: running.server, gracePeriod: gracePeriod, reconfigure: reconfigure,
+                                         upgrade: upgrade, pidFile: pidFile, announce: { ServiceManager.say(line) })
+        lifecycle.onServing = serving
+        lifecycle.start()
     }
 
     /// Where the daemon listens, with which certificate, policy, profile and mode.

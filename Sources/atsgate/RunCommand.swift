@@ -17,8 +17,10 @@ struct RunCommand: ParsableCommand {
             them, open ones keep theirs; a broken file keeps the running state); SIGTERM stops \
             accepting, lets open connections finish for --grace-period seconds, then exits 0; SIGINT \
             does the same with at most 1 second; a second SIGTERM or SIGINT exits at once; SIGUSR1 \
-            reopens --log-file (logrotate). It exits 2 with a one-line cause on stderr when it cannot \
-            start (a bad flag or value, a port in use, an unreadable policy or file).
+            reopens --log-file (logrotate); SIGUSR2 upgrades to the binary at the path it was started \
+            from without dropping a connection (atsgate upgrade; see docs/upgrades.md). It exits 2 with a \
+            one-line cause on stderr when it cannot start (a bad flag or value, a port in use, an \
+            unreadable policy or file).
             """
     )
 
@@ -56,8 +58,15 @@ struct RunCommand: ParsableCommand {
     }
 
     func run() throws {
-        var daemon = Daemon(configuration: try makeConfiguration(), inherited: try ServiceManager.inheritedListeners())
+        // Recorded before anything else: SIGUSR2 starts this path again (a package upgrade renames a
+        // new file over it), and the hand-over socket is taken before a child could inherit it.
+        let executable = try? ExecutableFile.current()
+        let upgradeLink = Daemon.inheritedUpgradeLink()
+        var daemon = Daemon(configuration: try makeConfiguration(),
+                            inherited: upgradeLink == nil ? try ServiceManager.inheritedListeners() : .init())
         service.apply(to: &daemon)
+        daemon.executable = executable
+        daemon.upgradeLink = upgradeLink
         let arguments = Array(CommandLine.arguments.dropFirst())
         daemon.reconfigure = { try RunCommand.makeConfiguration(arguments: arguments) }
         try daemon.run()

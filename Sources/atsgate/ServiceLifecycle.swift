@@ -11,10 +11,15 @@ import TLSClient
 /// | SIGTERM | stop accepting, let open connections finish for the grace period, exit 0 |
 /// | SIGINT  | the same with at most 1 second of grace                                   |
 /// | second SIGTERM/SIGINT | hand the log what it has, give it 1 second, exit 0          |
-/// | SIGUSR1 | reopen --log-file (logrotate moved it); records continue in the new file  |
+/// | SIGUSR1 | reopen --log-file (logrotate moved it); records continue in the new file; during an upgrade the other process reopens too |
+/// | SIGUSR2 | binary upgrade (nginx's signal): start the binary at the path this process was started from, hand it the listeners, plain tunnels and idle clients, drain the rest under the grace period, exit 0 (docs/upgrades.md) |
+/// | second SIGUSR2 | refused while an upgrade is in progress (said, and counted as a failure) |
+/// | SIGHUP during an upgrade | refused until it ends (said; READY=1 again) |
+/// | SIGTERM during an upgrade | before the hand-over: the upgrade is given up, then the usual stop; after it (draining): said, the drain goes on; a second one exits at once |
 /// | SIGPIPE | ignored (the relay handles EPIPE; a log reader gone counts as lost records) |
 ///
-/// The service manager hears of each step (READY, RELOADING, STOPPING, STATUS, WATCHDOG).
+/// The service manager hears of each step (READY, RELOADING, STOPPING, STATUS, WATCHDOG, and MAINPID
+/// when an upgrade hands the service to the new process, after which this one sends nothing).
 final class ServiceLifecycle: @unchecked Sendable {
     private let server: ProxyServer
     private let gracePeriod: Double
@@ -28,13 +33,24 @@ final class ServiceLifecycle: @unchecked Sendable {
     /// Signal sources registered so far; touched on the main queue only.
     private var registered = 0
     private var stopping = false
+    private var reloading = false
     private var lastReload = "none"
+    /// SIGUSR2's work (Daemon+Upgrade.swift).
+    private let upgrade: BinaryUpgrade
+    /// Written once the process serves; removed at a clean stop (not by a process that upgraded).
+    private let pidFile: String?
+    /// The service went to an upgrade's new process: nothing more goes to systemd from here.
+    private var handedOver = false
+    /// Runs once the process serves (signal handlers in place, READY sent, the pid file written).
+    var onServing: @Sendable () -> Void = {}
 
     init(server: ProxyServer, gracePeriod: Double, reconfigure: @escaping @Sendable () throws -> ProxyConfiguration,
-         announce: @escaping @Sendable () -> Void) {
+         upgrade: BinaryUpgrade, pidFile: String?, announce: @escaping @Sendable () -> Void) {
         self.server = server
         self.gracePeriod = gracePeriod
         self.reconfigure = reconfigure
+        self.upgrade = upgrade
+        self.pidFile = pidFile
         self.announce = announce
     }
 
@@ -45,8 +61,20 @@ final class ServiceLifecycle: @unchecked Sendable {
             (SIGHUP, { [self] in reload() }),
             (SIGTERM, { [self] in stop(grace: gracePeriod, signal: "SIGTERM") }),
             (SIGINT, { [self] in stop(grace: min(gracePeriod, 1), signal: "SIGINT") }),
-            (SIGUSR1, { [self] in server.reopenLog() }),
+            (SIGUSR1, { [self] in
+                server.reopenLog()
+                upgrade.forwardReopenLog()
+            }),
+            (SIGUSR2, { [self] in
+                upgrade.begin(refusal: stopping ? "the daemon is stopping" : reloading ? "a reload is in progress" : nil)
+            }),
         ]
+        upgrade.handedOver = { [self] in
+            // On the main queue: the timers that notify systemd stop before MAINPID names the new process.
+            handedOver = true
+            statusTimer?.cancel()
+            watchdogTimer?.cancel()
+        }
         for (signalNumber, handler) in handlers { on(signalNumber, handler, of: handlers.count) }
     }
 
@@ -61,11 +89,14 @@ final class ServiceLifecycle: @unchecked Sendable {
         guard registered == total else { return }
         announce()
         ServiceManager.ready(status: status())
+        if let pidFile { PIDFile.write(pidFile) }
+        upgrade.status = UpgradeStatus.start()
         startWatchdog()
+        onServing()
         // The status line's counts move; refresh it now and then (cheap: one datagram).
         let timer = DispatchSource.makeTimerSource(queue: .main)
         timer.schedule(deadline: .now() + 5, repeating: 5)
-        timer.setEventHandler { [self] in if !stopping { ServiceManager.status(status()) } }
+        timer.setEventHandler { [self] in if !stopping, !handedOver { ServiceManager.status(status()) } }
         timer.resume()
         statusTimer = timer
     }
@@ -91,10 +122,17 @@ final class ServiceLifecycle: @unchecked Sendable {
 
     private func reload() {
         guard !stopping else { return }
+        if upgrade.draining { return ServiceManager.say("reload ignored: this process has handed the service to its upgrade") }
+        if upgrade.inProgress {
+            ServiceManager.say("reload refused: an upgrade is in progress; send SIGHUP again once it is over")
+            return ServiceManager.ready(status: status())
+        }
         ServiceManager.reloading()
+        reloading = true
         reloadQueue.async { [self] in
             let outcome = Result { try reconfigure() }
             DispatchQueue.main.async { [self] in
+                reloading = false
                 switch outcome {
                 case .success(let configuration):
                     let warnings = server.reload(configuration)
@@ -141,6 +179,12 @@ final class ServiceLifecycle: @unchecked Sendable {
     // MARK: stop
 
     private func stop(grace: Double, signal name: String) {
+        if upgrade.draining, !stopping {
+            // Handed over: this process is already draining under the grace period.
+            stopping = true
+            return ServiceManager.say("\(name): already draining after the upgrade; a second \(name) exits at once")
+        }
+        upgrade.abandon(name)
         if stopping {
             // Asked twice: do not wait for connections any longer; the log gets one second. No
             // run-stop: the connections still open end unlogged, so the run is left incomplete.
@@ -153,7 +197,7 @@ final class ServiceLifecycle: @unchecked Sendable {
         ServiceManager.stopping(status: "Stopping (\(name)): draining \(open) connections for up to \(grace) s")
         server.stop(grace: grace, listenersClosed: {
             ServiceManager.say("\(name): stopping; \(open) connections get up to \(grace) s to finish")
-        }) { [server] outcome in
+        }) { [server, pidFile] outcome in
             if outcome.cut > 0 {
                 ServiceManager.say("stopped; \(outcome.cut) connections were cut at the end of the grace period")
             }
@@ -163,6 +207,7 @@ final class ServiceLifecycle: @unchecked Sendable {
             }
             let dropped = server.logState.droppedTotal
             if dropped > 0 { ServiceManager.say("decision log: \(dropped) records were dropped since the start") }
+            if let pidFile { PIDFile.remove(pidFile) }
             Foundation.exit(0)
         }
     }

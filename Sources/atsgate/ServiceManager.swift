@@ -21,6 +21,14 @@ enum ServiceManager {
     static func status(_ text: String) { try? notifier.status(text) }
     static func watchdog() { try? notifier.watchdog() }
 
+    /// An upgrade: the new process is the service's main process now (systemd watches it and takes
+    /// notifications from it only), once systemd has read this (the barrier). Throws when the
+    /// barrier times out.
+    static func handOverMainProcess(to pid: Int32, status: String) throws {
+        try notifier.mainPID(pid, status: status)
+        try notifier.barrier(timeout: .seconds(5))
+    }
+
     /// WATCHDOG_USEC in seconds, when systemd expects pings.
     static var watchdogInterval: Double? {
         notifier.watchdogInterval.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
@@ -47,17 +55,24 @@ enum ServiceManager {
             throw CommandFailure(message: "socket activation: \(error)", exitCode: 2)
         }
         var listeners = InheritedListeners()
-        for socket in sockets {
-            switch socket.role {
-            case .proxy: listeners.proxy.append(socket.fd)
-            case .proxyTLS: listeners.proxyTLS.append(socket.fd)
-            case .admin: listeners.admin.append(socket.fd)
-            case .transparent: listeners.transparent.append(socket.fd)
-            case .tproxy: listeners.tproxy.append(socket.fd)
-            case .quic: listeners.quic.append(socket.fd)
-            }
-        }
+        for socket in sockets { listeners.add(socket.fd, role: socket.role) }
         return listeners
+    }
+}
+
+extension ServiceManager.InheritedListeners {
+    /// A socket by its role: socket activation's (FileDescriptorName=), and an upgrade's, whose old
+    /// process names each listener it hands over by the same names (a new listener's role is a new
+    /// case of `InheritedSocket.Role` and a line here).
+    mutating func add(_ fd: Int32, role: InheritedSocket.Role) {
+        switch role {
+        case .proxy: proxy.append(fd)
+        case .proxyTLS: proxyTLS.append(fd)
+        case .admin: admin.append(fd)
+        case .transparent: transparent.append(fd)
+        case .tproxy: tproxy.append(fd)
+        case .quic: quic.append(fd)
+        }
     }
 }
 

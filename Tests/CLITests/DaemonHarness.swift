@@ -59,6 +59,12 @@ final class BackgroundProcess: @unchecked Sendable {
         throw HarnessError("timed out waiting for \(process.executableURL!.lastPathComponent); stderr: \(stderr)")
     }
 
+    /// Waits until every writer of the output pipes has closed them (a daemon's successors after an
+    /// upgrade hold them too); false when they are still open at the timeout.
+    func waitForOutputEnd(timeout: TimeInterval = 20) -> Bool {
+        outputDone.wait(timeout: .now() + timeout) == .success
+    }
+
     /// SIGTERM, then waits for exit and for all output; returns the exit status.
     @discardableResult
     func stop(signal: Int32 = SIGTERM) -> Int32 {

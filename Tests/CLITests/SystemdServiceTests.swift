@@ -88,9 +88,14 @@ final class NotifyListener {
     let path: String
     private let fd: Int32
 
-    init(path: String) throws {
+    /// `credentials`: SO_PASSCRED, so that each datagram says which process sent it (`nextWithSender`).
+    init(path: String, credentials: Bool = false) throws {
         self.path = path
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        if credentials {
+            var on: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
@@ -112,6 +117,52 @@ final class NotifyListener {
             guard n > 0 else { throw HarnessError("no notification arrived") }
             let text = String(decoding: buffer[..<n], as: UTF8.self)
             if predicate(text) { return text }
+        }
+        throw HarnessError("no matching notification")
+    }
+
+    /// `next`, with the PID of the process that sent it (SCM_CREDENTIALS); descriptors a datagram
+    /// carries (sd_notify_barrier's pipe) are closed, which is what releases a barrier.
+    func nextWithSender(_ predicate: (String) -> Bool) throws -> (pid: Int32, text: String) {
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        var control = [UInt8](repeating: 0, count: 512)
+        for _ in 0..<500 {
+            var vector = iovec()
+            var message = msghdr()
+            let n = buffer.withUnsafeMutableBytes { bytes in
+                control.withUnsafeMutableBytes { controlBytes in
+                    vector.iov_base = bytes.baseAddress
+                    vector.iov_len = bytes.count
+                    return withUnsafeMutablePointer(to: &vector) { vectorPointer in
+                        message.msg_iov = vectorPointer
+                        message.msg_iovlen = 1
+                        message.msg_control = controlBytes.baseAddress
+                        message.msg_controllen = controlBytes.count
+                        return recvmsg(fd, &message, 0)
+                    }
+                }
+            }
+            guard n >= 0 else { throw HarnessError("no notification arrived") }
+            // Control messages: cmsg_len (8 bytes), level, type (4 each), data; each aligned to 8.
+            var pid: Int32 = 0
+            var offset = 0
+            while offset + 16 <= Int(message.msg_controllen) {
+                let length = control[offset..<offset + 8].withUnsafeBytes { $0.loadUnaligned(as: Int.self) }
+                let level = control[offset + 8..<offset + 12].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+                let type = control[offset + 12..<offset + 16].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+                guard length >= 16 else { break }
+                if level == SOL_SOCKET, type == 2 { // SCM_CREDENTIALS: pid, uid, gid
+                    pid = control[offset + 16..<offset + 20].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) }
+                }
+                if level == SOL_SOCKET, type == 1 { // SCM_RIGHTS
+                    for index in stride(from: offset + 16, to: offset + length, by: 4) {
+                        close(control[index..<index + 4].withUnsafeBytes { $0.loadUnaligned(as: Int32.self) })
+                    }
+                }
+                offset += (length + 7) & ~7
+            }
+            let text = String(decoding: buffer[..<n], as: UTF8.self)
+            if predicate(text) { return (pid, text) }
         }
         throw HarnessError("no matching notification")
     }

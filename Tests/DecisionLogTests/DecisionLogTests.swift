@@ -66,6 +66,38 @@ import TLSWire
         return [plain, proxyAnswer, tls, exception, negative, negativeZero, rsa]
     }
 
+    /// An upgrade carries a record to the new process frozen (as JSON in a hand-over header): written
+    /// there, it reads exactly as the old process would have written it, in every format, with the
+    /// byte counts, duration and message the new process gives it.
+    @Test func aFrozenRecordIsWrittenAsTheProcessThatMadeItWouldHaveWrittenIt() throws {
+        let formats: [LogFormat] = [.json, .text]
+        for record in try Self.records() {
+            let carried = try JSONDecoder().decode(DecisionRecord.Frozen.self,
+                                                   from: try JSONEncoder().encode(record.frozen(policy: "test.plist")))
+            var thawed = DecisionRecord(thawing: carried, client: record.client, method: record.method)
+            thawed.bytesUp = record.bytesUp
+            thawed.bytesDown = record.bytesDown
+            thawed.durationMilliseconds = record.durationMilliseconds
+            for format in formats {
+                let log = RecordFormatter(format: format, policy: "another name the new process has", sink: LogSink(fd: -1))
+                var original = LogBatch(), replayed = LogBatch()
+                RecordFormatter(format: format, policy: "test.plist", sink: LogSink(fd: -1)).write(record, into: &original)
+                log.write(thawed, into: &replayed)
+                #expect(String(decoding: replayed.lines, as: UTF8.self) == String(decoding: original.lines, as: UTF8.self))
+            }
+            #expect(thawed.journalFields(policy: "x").map { "\($0)=\($1)" } == record.journalFields(policy: "test.plist").map { "\($0)=\($1)" })
+            #expect(thawed.priority == record.priority)
+            #expect(thawed.loggedAction == record.loggedAction && thawed.loggedReason == record.loggedReason)
+
+            thawed.bytesUp += 1000
+            thawed.appendNote("handed over")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(thawed.json(policy: "x").compact.utf8)) as? [String: Any])
+            #expect(object["bytes_up"] as? Int == record.bytesUp + 1000)
+            let message = (record.message ?? record.decision?.message).map { $0 + "; handed over" } ?? "handed over"
+            #expect(object["message"] as? String == message)
+        }
+    }
+
     @Test func jsonLinesMatchTheRecordsJSONObject() throws {
         let log = RecordFormatter(format: .json, policy: "test.plist", sink: LogSink(fd: -1))
         for record in try Self.records() {

@@ -148,6 +148,53 @@ import TestSupport
         }
     }
 
+    /// An upgrade's two processes write to the standard output both inherited, here a pipe: with the
+    /// output shared, each writes whole lines in writes the kernel never splits or interleaves, so
+    /// a reader that falls behind (the pipe full, both writers waiting) still reads every line whole.
+    @Test func twoWritersSharingAPipeNeverTearALine() throws {
+        var pair: [Int32] = [-1, -1]
+        #expect(pipe(&pair) == 0)
+        let fds = pair
+        let sinks = (0..<2).map { _ in LogSink(fd: fds[1], format: .json) }
+        for sink in sinks { sink.setSharedOutput(true) }
+        let padding = String(repeating: "p", count: 900)
+        nonisolated(unsafe) var received: [UInt8] = []
+        let reader = DispatchQueue(label: "test.reader")
+        let done = DispatchSemaphore(value: 0)
+        reader.async {
+            var buffer = [UInt8](repeating: 0, count: 1000)
+            while true {
+                usleep(200) // slower than the writers: the pipe stays full
+                let n = read(fds[0], &buffer, buffer.count)
+                if n <= 0 { break }
+                received += buffer[..<n]
+            }
+            done.signal()
+        }
+        DispatchQueue.concurrentPerform(iterations: 2) { writer in
+            for start in stride(from: 0, to: 300, by: 30) {
+                var batch = LogBatch()
+                for number in start..<(start + 30) { batch.lines += Array("{\"w\":\(writer),\"n\":\(number),\"p\":\"\(padding)\"}\n".utf8) }
+                batch.records = 30
+                sinks[writer].offer(&batch, force: true)
+            }
+            _ = sinks[writer].drain(within: 60)
+        }
+        close(fds[1])
+        #expect(done.wait(timeout: .now() + 60) == .success)
+        close(fds[0])
+        let lines = String(decoding: received, as: UTF8.self).split(separator: "\n")
+        #expect(lines.count == 600)
+        for writer in 0..<2 {
+            let numbers = lines.compactMap { line -> Int? in
+                guard let match = line.wholeMatch(of: /\{"w":(\d),"n":(\d+),"p":"p{900}"\}/), Int(match.1) == writer else { return nil }
+                return Int(match.2)
+            }
+            let torn = Set(0..<300).subtracting(numbers).sorted()
+            #expect(torn.isEmpty && numbers == numbers.sorted(), "writer \(writer)'s lines, each whole and in its order; torn: \(torn.prefix(5))")
+        }
+    }
+
     @Test func aMovedFileIsReopenedAndNoRecordIsLostBetweenTheTwo() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("atsgate-log-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -8,7 +8,7 @@ import Testing
 
     /// The list in ProxyConnection+State.swift's doc comment, copied out by hand, not from the code.
     static let documented: [Kind: Set<Kind>] = [
-        .accepted: [.readingHead, .handshaking, .answering, .classifying, .closed],
+        .accepted: [.readingHead, .handshaking, .answering, .classifying, .relaying, .closed],
         .classifying: [.readingHead, .connecting, .closed],
         .handshaking: [.readingHead, .answering, .closed],
         .readingHead: [.answering, .authenticating, .connecting, .closed],

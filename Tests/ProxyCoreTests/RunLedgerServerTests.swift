@@ -45,7 +45,7 @@ import TestSupport
 
         let successor = RunPeer(run: "00000000000000bb", pid: 4343, version: "1.1.0")
         let stopped = DispatchSemaphore(value: 0)
-        server.stop(grace: 0, handOver: RunHandOver(successor: successor, handedOver: 6)) { _ in stopped.signal() }
+        server.stop(grace: 0, handOver: { RunHandOver(successor: successor, handedOver: 6) }) { _ in stopped.signal() }
         #expect(stopped.wait(timeout: .now() + 30) == .success)
 
         let records = log.records

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 import Systemd
 import Testing
@@ -54,6 +55,36 @@ extension ProcessState {
                 #expect(try sink.receiveText() == "STOPPING=1")
                 #expect(try sink.receiveText() == "ERRNO=98\nSTATUS=port in use")
             }
+        }
+
+        /// The upgrade's hand-over to systemd: the old main process names the new one, then waits
+        /// until the manager has read that before it may exit.
+        @Test func mainPIDThenABarrierThatTheManagerReleases() throws {
+            let sink = try DatagramSink()
+            try withEnvironment(managerVariablesUnset.merging(["NOTIFY_SOCKET": sink.path]) { $1 }) {
+                try notifier.mainPID(4711, status: "upgraded: PID 4711 serves now")
+                #expect(try sink.receiveText() == "MAINPID=4711\nSTATUS=upgraded: PID 4711 serves now")
+                // The manager reads the barrier's datagram; its pipe, received and dropped, closes, and
+                // that is what the barrier waits for.
+                let fd = sink.fd
+                let manager = Thread {
+                    var datagram = [UInt8](repeating: 0, count: 256)
+                    _ = recv(fd, &datagram, datagram.count, 0)
+                }
+                manager.start()
+                try notifier.barrier(timeout: .seconds(10))
+            }
+        }
+
+        @Test func aBarrierNobodyReadsTimesOut() throws {
+            let sink = try DatagramSink()
+            try withEnvironment(managerVariablesUnset.merging(["NOTIFY_SOCKET": sink.path]) { $1 }) {
+                let error = #expect(throws: SystemdError.self) { try notifier.barrier(timeout: .milliseconds(100)) }
+                #expect(error?.description == "sd_notify_barrier (BARRIER): \(String(cString: strerror(ETIMEDOUT)))")
+            }
+            #expect(try sink.receiveText() == "BARRIER=1")
+            // Outside systemd there is nothing to wait for.
+            try withEnvironment(managerVariablesUnset) { try notifier.barrier(timeout: .milliseconds(1)) }
         }
 
         @Test func withoutNotifySocketNothingIsSent() throws {

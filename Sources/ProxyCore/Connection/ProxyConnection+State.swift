@@ -8,7 +8,8 @@ import Inspection
 extension ProxyConnection {
     /// The legal transitions (`allows(from:to:)` is this list as code; the tests hold a copy of it):
     /// - accepted (before `start`) -> readingHead | handshaking (a TLS listener's client) | answering
-    ///   (a client outside --allow-client) | classifying (a transparent listener's client)
+    ///   (a client outside --allow-client) | classifying (a transparent listener's client) | relaying (a
+    ///   tunnel an upgrade's old process handed over)
     /// - classifying -> readingHead (HTTP/1.x) | connecting (TLS, or another protocol allowed)
     /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
     ///   port)
@@ -90,7 +91,8 @@ extension ProxyConnection {
             switch (from, to) {
             case (.closed, _): false
             case (_, .closed): true
-            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering), (.accepted, .classifying): true
+            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering), (.accepted, .classifying),
+                 (.accepted, .relaying): true
             case (.classifying, .readingHead), (.classifying, .connecting): true
             case (.handshaking, .readingHead), (.handshaking, .answering): true
             case (.readingHead, .answering), (.readingHead, .authenticating), (.readingHead, .connecting): true

@@ -75,18 +75,24 @@ extension ProxyConnection {
         if let clientTLS {
             return startTLSRelay(clientTLS, to: upstream, prefix: prefix, downPrefix: downPrefix)
         }
-        let up = Pump(from: client, to: upstream, loop: loop, pending: prefix)
-        let down = Pump(from: upstream, to: client, loop: loop, pending: downPrefix)
+        relay(up: Pump(from: client, to: upstream, loop: loop, pending: prefix),
+              down: Pump(from: upstream, to: client, loop: loop, pending: downPrefix), lastActivity: clock.now())
+    }
+
+    /// Relays both ways (a tunnel of this process, or one an upgrade handed over).
+    func relay(up: Pump, down: Pump, lastActivity: Double) {
         enterRelaying(up: up, down: down)
-        lastActivity = clock.now()
+        self.lastActivity = lastActivity
         for pump in [up, down] {
-            pump.onProgress = { [unowned self] in lastActivity = clock.now() }
+            pump.onProgress = { [unowned self] in self.lastActivity = clock.now() }
             pump.onFinish = { [unowned self] in
                 if case .relaying(let up, let down) = state, up.finished, down.finished { finish() }
             }
             pump.onError = { [unowned self] _ in finish() }
         }
         armIdleTimer()
+        // During an upgrade a plain tunnel goes to the new process as soon as it relays.
+        if handOverIfUpgrading() { return }
         down.run()
         up.run()
     }

@@ -74,6 +74,9 @@ package final class ProxyConnection {
     /// Credentials verified on this connection: a keep-alive client's next requests skip the check.
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
+    /// On its way to an upgrade's new process (ProxyConnection+HandOver.swift): quiesced, waiting
+    /// for the answer.
+    var handingOver = false
 
     init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, transparent: TransparentArrival? = nil,
          generation: Generation, loop proxyLoop: ProxyLoop) {
@@ -524,14 +527,23 @@ package final class ProxyConnection {
 
     /// Waits for the next request head on a kept-alive client connection.
     func nextRequest() {
-        if proxyLoop.draining { return close() }
         enterReadingHead()
         arm(after: generation.configuration.timeouts.head) { [self] in close() }
+        // During an upgrade a plain keep-alive client goes to the new process (even while this one drains).
+        if handOverIfUpgrading() { return }
+        if proxyLoop.draining { return close() }
         if !inbound.isEmpty { readHead() }
     }
 
     func log() {
         record.durationMilliseconds = (monotonic() - started) * 1000
+        // A record another process froze (an upgrade's) keeps what that process made of it.
+        if record.frozen == nil { completeRecord() }
+        proxyLoop.write(record, generation)
+    }
+
+    /// What a record gets when it is written (or frozen for an upgrade's hand-over).
+    func completeRecord() {
         record.clientTLS = onTLSListener
         // Per record, not per connection: a login on a kept-alive connection can change the device.
         let devices = generation.configuration.devices
@@ -539,7 +551,6 @@ package final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         fillDecisionMessage()
-        proxyLoop.write(record, generation)
     }
 
     /// A record without a message of its own gets its decision's, formatted once per loop and
@@ -594,25 +605,30 @@ package final class ProxyConnection {
     /// The daemon is stopping: a connection waiting for a (next) request head with nothing read yet
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
+        guard !handingOver else { return }
         switch state {
         case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking: close()
         default: break
         }
     }
 
-    /// The stop's grace period is over: ends the connection with a record saying so.
-    func endAtShutdown() {
+    /// The stop's grace period is over: ends the connection with a record saying so (`upgrade`: the
+    /// grace period of a process that handed its service to a new binary).
+    func endAtShutdown(upgrade: Bool = false) {
         switch state {
+        case _ where handingOver:
+            return
         case .closed:
             return
         case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
-            record.appendNote("cut: the daemon stopped")
+            record.appendNote(upgrade ? "cut: the upgrade's grace period ended" : "cut: the daemon stopped")
             finish()
         default:
             noteUpstreamSoFar()
-            record.recordFailure(.shutdown, message: "the daemon stopped before the connection finished", keepingOutcome: true)
+            let why = upgrade ? "the upgrade's grace period ended" : "the daemon stopped"
+            record.recordFailure(.shutdown, message: "\(why) before the connection finished", keepingOutcome: true)
             log()
             close()
         }

@@ -1,6 +1,7 @@
 import ATSPolicy
 import DNS
 import DecisionLog
+import HandOver
 import Inspection
 import POSIX
 import ProxyAccess
@@ -128,6 +129,9 @@ package final class DaemonState: Sendable {
     /// Hears of every record as it is logged (the live page's feed).
     let observer: DecisionObserver?
     let onConnectionClosed: @Sendable () -> Void
+    /// Open while an upgrade hands connections to a new process: plain tunnels and keep-alive clients
+    /// that reach a state that moves go there (ProxyConnection+HandOver.swift).
+    let upgrade = UpgradeGate()
 
     init(sink: LogSink, observer: DecisionObserver?, onConnectionClosed: @escaping @Sendable () -> Void) {
         self.sink = sink

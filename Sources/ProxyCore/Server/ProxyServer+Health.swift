@@ -84,6 +84,8 @@ extension ProxyServer {
                          "miss": daemon.verdicts.misses.load(ordering: .relaxed)],
             version: ProxyServer.version, log: daemon.sink.state)
         gauges.resolver = daemon.dns.gauges
+        gauges.upgradesSucceeded = upgradesSucceeded.load(ordering: .relaxed)
+        gauges.upgradesFailed = upgradesFailed.load(ordering: .relaxed)
         let configuration = current.withLock { $0.configuration }
         gauges.parents = configuration.namedParents.map { ($0.description, !daemon.parentHealth.isDown($0)) }
         gauges.blockingQueues = BlockingPools.backlogs

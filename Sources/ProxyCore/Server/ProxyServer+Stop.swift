@@ -19,9 +19,12 @@ extension ProxyServer {
     /// Stops accepting, closes idle connections, lets the others finish for up to `grace` seconds,
     /// then ends the rest (each with its own record), lets the log write what it holds until the grace
     /// period ends (at least one more second), its `run-stop` last, and calls `completion`.
-    /// `handOver`: an upgrade ends this run (the `run-stop` names the successor). `listenersClosed`
-    /// runs once nothing accepts any more.
-    public func stop(grace: Double, handOver: RunHandOver? = nil, listenersClosed: @escaping @Sendable () -> Void = {},
+    /// `handOver`: an upgrade ends this run; what is cut says so, and the `run-stop` names the
+    /// successor and how many connections it took, asked once the drain is over because
+    /// connections that reach a movable state while it lasts go to the successor too.
+    /// `listenersClosed` runs once nothing accepts any more.
+    public func stop(grace: Double, handOver: (@Sendable () -> RunHandOver)? = nil,
+                     listenersClosed: @escaping @Sendable () -> Void = {},
                      completion: @escaping @Sendable (StopOutcome) -> Void) {
         guard !stopping.exchange(true, ordering: .relaxed) else { return }
         let end = monotonic() + grace
@@ -37,20 +40,20 @@ extension ProxyServer {
         group.notify(queue: .global()) { [self] in
             for fd in listenFDs + (quicGate?.listeners.map(\.fd) ?? []) { SystemCall.close(fd) }
             listenersClosed()
-            waitForConnections(until: end) { [self] cut in
-                let unwritten = flushLog(until: max(end, monotonic() + 1), stop: RunStop(cut: cut, handOver: handOver))
+            waitForConnections(until: end, upgrade: handOver != nil) { [self] cut in
+                let unwritten = flushLog(until: max(end, monotonic() + 1), stop: RunStop(cut: cut, handOver: handOver?()))
                 completion(StopOutcome(cut: cut, unwrittenRecords: unwritten))
             }
         }
     }
 
-    private func waitForConnections(until deadline: Double, completion: @escaping @Sendable (Int) -> Void) {
+    private func waitForConnections(until deadline: Double, upgrade: Bool, completion: @escaping @Sendable (Int) -> Void) {
         if daemon.open.load(ordering: .relaxed) == 0 {
             return completion(0)
         }
         if monotonic() < deadline {
             DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in
-                waitForConnections(until: deadline, completion: completion)
+                waitForConnections(until: deadline, upgrade: upgrade, completion: completion)
             }
             return
         }
@@ -59,7 +62,7 @@ extension ProxyServer {
             proxyLoop.loop.queue.sync {
                 for connection in Array(proxyLoop.connections.values) {
                     cut += 1
-                    connection.endAtShutdown()
+                    connection.endAtShutdown(upgrade: upgrade)
                 }
             }
         }

@@ -32,6 +32,9 @@ public final class ProxyServer: @unchecked Sendable {
     let reloadsSucceeded = Atomic<Int>(0)
     let reloadsFailed = Atomic<Int>(0)
     let lastReload = Mutex<Double>(0)
+    /// `atsgate_upgrades_total`, carried from process to process (the executable counts them).
+    public let upgradesSucceeded = Atomic<Int>(0)
+    public let upgradesFailed = Atomic<Int>(0)
 
     /// Binds every listen address, plain and TLS (or takes `inherited` and `inheritedTLS`, the sockets
     /// a supervisor bound: systemd's socket activation, which then replaces both lists); throws a
@@ -111,13 +114,7 @@ public final class ProxyServer: @unchecked Sendable {
             let loop = proxyLoop.loop
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.execute { [self] in
-                for (fd, kind) in zip(listenFDs, kinds) {
-                    let channel = Channel(fd: fd, poller: loop.poller)
-                    channel.onReadable { [unowned self] in accept(on: fd, kind: kind, proxyLoop) }
-                    channel.wantRead(true)
-                    proxyLoop.listeners.append(channel)
-                }
-                if proxyLoop === loops[0] { startQUIC(on: proxyLoop) }
+                attachListeners(proxyLoop)
                 // Records go to the log's writer at least on every clock tick; the tick also proves
                 // the loop alive.
                 loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [daemon] in
@@ -126,6 +123,24 @@ public final class ProxyServer: @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The loop watches every listening socket (at start, and again when an upgrade failed).
+    func attachListeners(_ proxyLoop: ProxyLoop) {
+        for (fd, kind) in zip(listenFDs, kinds) {
+            let channel = Channel(fd: fd, poller: proxyLoop.loop.poller)
+            channel.onReadable { [unowned self] in accept(on: fd, kind: kind, proxyLoop) }
+            proxyLoop.listeners.append(channel)
+        }
+        proxyLoop.updateListening()
+        if proxyLoop === loops[0] { startQUIC(on: proxyLoop) }
+    }
+
+    /// The listening sockets by the role socket activation would name them (an upgrade hands them
+    /// over by it): the proxy's, the transparent gate's and its QUIC sockets.
+    package var listenersByRole: [(role: String, fd: Int32, address: SocketAddress)] {
+        zip(listenFDs, zip(addresses, kinds)).map { fd, listener in (listener.1.role, fd, listener.0) }
+            + (quicGate?.listeners ?? []).map { ("quic", $0.fd, $0.address) }
     }
 
     /// Starts this process's run in the decision log (docs/decision-log-ledger.md): its `run-start`,
@@ -286,6 +301,16 @@ package enum ListenerKind {
     case tls
     /// Redirected by a firewall's NAT (`--listen-transparent`) or handed over by TPROXY (`--listen-tproxy`).
     case transparent, tproxy
+
+    /// The name socket activation and an upgrade's hand-over give such a socket.
+    var role: String {
+        switch self {
+        case .proxy: "proxy"
+        case .tls: "proxy-tls"
+        case .transparent: "transparent"
+        case .tproxy: "tproxy"
+        }
+    }
 }
 
 /// Lets each generation reach the server without keeping it alive.

@@ -6,6 +6,9 @@ package struct ServerGauges {
     package var generation: Int
     package var reloadsSucceeded: Int
     package var reloadsFailed: Int
+    /// `atsgate_upgrades_total` by result, carried from process to process.
+    package var upgradesSucceeded = 0
+    package var upgradesFailed = 0
     package var lastReloadTime: Double
     package var draining: Bool
     package var probeCache: [String: Int]

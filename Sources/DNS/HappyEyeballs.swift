@@ -1,4 +1,3 @@
-import DNS
 import EventLoops
 import POSIX
 
@@ -9,13 +8,13 @@ import POSIX
 ///
 /// Confined to the connection's loop. The connection owns it while connecting, hands it each
 /// resolution as it arrives (`add`, `familyFailed`) and cancels it on its own timeout.
-final class HappyEyeballs {
+package final class HappyEyeballs {
     /// RFC 8305 section 5's recommended Connection Attempt Delay.
-    static let connectionAttemptDelay = 0.25
+    package static let connectionAttemptDelay = 0.25
     /// Section 3's Resolution Delay: an A answer waits this long for the AAAA one.
-    static let resolutionDelay = 0.05
+    package static let resolutionDelay = 0.05
 
-    enum Outcome {
+    package enum Outcome {
         case connected(Channel, SocketAddress)
         /// Every address failed (or there was none): the last error.
         case failed(String)
@@ -33,16 +32,16 @@ final class HappyEyeballs {
     private var lastError: String?
     private var completion: ((Outcome) -> Void)?
     /// How many attempts were made, for the message of a failure.
-    private(set) var attempted = 0
+    package private(set) var attempted = 0
 
-    init(loop: EventLoop, answers: Int, completion: @escaping (Outcome) -> Void) {
+    package init(loop: EventLoop, answers: Int, completion: @escaping (Outcome) -> Void) {
         self.loop = loop
         self.answersPending = answers
         self.completion = completion
     }
 
     /// One answer's addresses (`family` nil: a literal or a pinned name, every family at once).
-    func add(_ addresses: [SocketAddress], family: AddressFamily?) {
+    package func add(_ addresses: [SocketAddress], family: AddressFamily?) {
         guard completion != nil else { return }
         answersPending = max(0, answersPending - 1)
         for address in addresses {
@@ -62,7 +61,7 @@ final class HappyEyeballs {
     }
 
     /// One family's lookup gave no address.
-    func familyFailed() {
+    package func familyFailed() {
         guard completion != nil else { return }
         answersPending = max(0, answersPending - 1)
         if !started {
@@ -73,7 +72,7 @@ final class HappyEyeballs {
     }
 
     /// Closes every attempt; nothing is reported.
-    func cancel() {
+    package func cancel() {
         completion = nil
         loop.clock.cancel(self)
         for attempt in attempts { attempt.channel.close() }
