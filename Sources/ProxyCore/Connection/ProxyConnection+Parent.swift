@@ -125,7 +125,7 @@ extension ProxyConnection {
         case .success(nil):
             parentBroke(handshake, "its answer to CONNECT is not HTTP")
         case .success(let head?):
-            let status = Self.statusLine(head)
+            let status = head.statusLine
             switch head.status {
             case 200..<300:
                 upstream.wantRead(false)
@@ -145,12 +145,6 @@ extension ProxyConnection {
     }
 
     private static let httpPrefix = Array("HTTP/1.".utf8)
-
-    /// "407 Proxy Authentication Required", as the parent wrote it.
-    static func statusLine(_ head: ResponseHead) -> String {
-        let reason = String(decoding: head.bytes[head.reason], as: UTF8.self)
-        return reason.isEmpty ? "\(head.status)" : "\(head.status) \(reason)"
-    }
 
     /// The parent answered garbage or broke the connection: 502 `parent-protocol`, and it is passed
     /// over for a while.

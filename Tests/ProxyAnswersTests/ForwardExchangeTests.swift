@@ -3,7 +3,7 @@ import DecisionLog
 import ProxyAccess
 import Testing
 @testable import HTTP1
-@testable import ProxyCore
+@testable import ProxyAnswers
 
 /// The forwarded exchange as a value: the client's and the origin's bytes go in as byte strings, and
 /// the steps and the bytes for each side come out, with no socket anywhere.

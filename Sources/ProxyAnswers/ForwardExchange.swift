@@ -16,7 +16,7 @@ import ProxyAccess
 /// cut short is reported truncated so the client is reset, never handed a partial body as whole.
 package struct ForwardExchange {
     /// What the connection does next.
-    enum Step: Equatable {
+    package enum Step: Equatable {
         /// Write `toOrigin` to the origin (the request head, then the body as it comes).
         case sendUp
         /// Write `toClient` to the client.
@@ -42,74 +42,74 @@ package struct ForwardExchange {
     /// The steps of one origin read: at most two (the final head's status, then what to do with the
     /// bytes), held inline. An array of them was a heap allocation per read of every forwarded
     /// response (about 4% of the proxy's CPU per forwarded request).
-    struct Steps: Equatable, Sequence, ExpressibleByArrayLiteral {
+    package struct Steps: Equatable, Sequence, ExpressibleByArrayLiteral {
         private var one: Step?
         private var two: Step?
 
-        init() {}
+        package init() {}
 
-        init(_ step: Step) { one = step }
+        package init(_ step: Step) { one = step }
 
         /// For the tests' literals; the exchange itself builds its steps with `init` and `append`.
-        init(arrayLiteral steps: Step...) {
+        package init(arrayLiteral steps: Step...) {
             for step in steps { append(step) }
         }
 
-        mutating func append(_ step: Step) {
+        package mutating func append(_ step: Step) {
             if one == nil { one = step } else {
                 precondition(two == nil, "an origin read gives at most two steps")
                 two = step
             }
         }
 
-        var isEmpty: Bool { one == nil }
-        var first: Step? { one }
-        var last: Step? { two ?? one }
+        package var isEmpty: Bool { one == nil }
+        package var first: Step? { one }
+        package var last: Step? { two ?? one }
 
-        struct Iterator: IteratorProtocol {
+        package struct Iterator: IteratorProtocol {
             fileprivate var rest: Steps
 
-            mutating func next() -> Step? {
+            package mutating func next() -> Step? {
                 defer { (rest.one, rest.two) = (rest.two, nil) }
                 return rest.one
             }
         }
 
-        func makeIterator() -> Iterator { Iterator(rest: self) }
+        package func makeIterator() -> Iterator { Iterator(rest: self) }
     }
 
     /// Bytes held for one side above which the other side's reading pauses.
-    static let bufferLimit = 256 * 1024
+    package static let bufferLimit = 256 * 1024
 
-    let request: RequestHead
-    let destination: Destination
+    package let request: RequestHead
+    package let destination: Destination
     /// The parent proxy the request goes to in absolute form: a 407 is that parent's own challenge.
-    let parent: ParentProxy?
+    package let parent: ParentProxy?
     private var requestBody: MessageBody
     /// Bytes for the origin not yet written: the rewritten request head, then the body.
-    private(set) var toOrigin: [UInt8]
+    package private(set) var toOrigin: [UInt8]
     /// Bytes for the client not yet written: rewritten heads and the body.
-    private(set) var toClient: [UInt8] = []
+    package private(set) var toClient: [UInt8] = []
     /// The start of a response head that is not whole yet.
     private var heldHead: [UInt8] = []
-    private(set) var response: ResponseHead?
+    package private(set) var response: ResponseHead?
     private var responseBody = MessageBody.none
     /// The client gets the chunk data only (an HTTP/1.0 client: ResponseHead.removesChunking).
     private var dechunk = false
     private var keepClient = false
     /// The origin connection can go back to the pool after this response.
     private var reusable = false
-    private(set) var originEnded = false
+    package private(set) var originEnded = false
     /// The origin closed before the body's framing said it would end.
     private var truncated = false
     /// Some of the response has reached the client: a failure can no longer become a 502.
-    private(set) var answered = false
+    package private(set) var answered = false
     private var originPaused = false
-    private(set) var bytesUp: Int
-    private(set) var bytesDown = 0
+    package private(set) var bytesUp: Int
+    package private(set) var bytesDown = 0
 
     /// `head`: the request head as it goes up (rewritten for the origin or the parent).
-    init(request: RequestHead, destination: Destination, head: [UInt8], parent: ParentProxy?) {
+    package init(request: RequestHead, destination: Destination, head: [UInt8], parent: ParentProxy?) {
         self.request = request
         self.destination = destination
         self.parent = parent
@@ -122,7 +122,7 @@ package struct ForwardExchange {
 
     /// Moves the request body's share of `bytes` to `toOrigin`; what follows the body stays in
     /// `bytes` (a pipelined next request). `ended`: the client has closed its side.
-    mutating func receiveFromClient(_ bytes: inout [UInt8], ended: Bool = false) -> Step {
+    package mutating func receiveFromClient(_ bytes: inout [UInt8], ended: Bool = false) -> Step {
         if !bytes.isEmpty {
             let taken: Int
             do {
@@ -139,10 +139,10 @@ package struct ForwardExchange {
     }
 
     /// More of the request body is wanted, and the origin is not too far behind to take it.
-    var wantsClientBytes: Bool { !requestBody.isComplete && toOrigin.count <= Self.bufferLimit }
+    package var wantsClientBytes: Bool { !requestBody.isComplete && toOrigin.count <= Self.bufferLimit }
 
     /// The first `count` bytes of `toOrigin` were written.
-    mutating func originWrote(_ count: Int) {
+    package mutating func originWrote(_ count: Int) {
         toOrigin.removeFirst(count)
     }
 
@@ -150,7 +150,7 @@ package struct ForwardExchange {
 
     /// False while more than the buffer limit waits for the client: the origin is then paused until
     /// the client catches up (`clientCaughtUp` says `resumeOrigin`).
-    mutating func readyForOrigin() -> Bool {
+    package mutating func readyForOrigin() -> Bool {
         guard toClient.count > Self.bufferLimit else { return true }
         originPaused = true
         return false
@@ -159,7 +159,7 @@ package struct ForwardExchange {
     /// Takes what the origin sent (`ended`: and that it closed): the response head, then the body's
     /// share. Anything after a complete body is the origin's protocol error, dropped, and its
     /// connection then does not go back to the pool.
-    mutating func receiveFromOrigin(_ bytes: UnsafeRawBufferPointer, ended: Bool) -> Steps {
+    package mutating func receiveFromOrigin(_ bytes: UnsafeRawBufferPointer, ended: Bool) -> Steps {
         if ended { originEnded = true }
         guard response == nil, !heldHead.isEmpty else { return receive(bytes) }
         var held: [UInt8] = []
@@ -232,7 +232,7 @@ package struct ForwardExchange {
             // The parent's own challenge: the client's credentials are never the parent's.
             let credentials = parent.user.map { "refused the credentials of user '\($0)'" }
                 ?? "wants credentials (give them in --parent http://USER:PASSWORD@HOST:PORT)"
-            return .fail("the parent proxy \(parent) \(credentials): \(ProxyConnection.statusLine(head))", .parentAuth)
+            return .fail("the parent proxy \(parent) \(credentials): \(head.statusLine)", .parentAuth)
         }
         if head.status == 101 {
             // The proxy never forwards Upgrade, so an origin has nothing to switch to.
@@ -258,7 +258,7 @@ package struct ForwardExchange {
 
     /// Hands `toClient` to `write`, which removes what it wrote; once any of it is written, the
     /// client has begun to get the response.
-    mutating func writeToClient<Outcome>(_ write: (inout [UInt8]) -> Outcome) -> Outcome {
+    package mutating func writeToClient<Outcome>(_ write: (inout [UInt8]) -> Outcome) -> Outcome {
         let pending = toClient.count
         let outcome = write(&toClient)
         if toClient.count < pending { answered = true }
@@ -267,7 +267,7 @@ package struct ForwardExchange {
 
     /// Everything for the client so far is written: the exchange is complete once the response is,
     /// else an origin paused for the client resumes (nil: wait for the origin).
-    mutating func clientCaughtUp() -> Step? {
+    package mutating func clientCaughtUp() -> Step? {
         guard response != nil, responseBody.isComplete || originEnded else {
             guard originPaused else { return nil }
             originPaused = false
@@ -279,8 +279,16 @@ package struct ForwardExchange {
 
     /// Nothing of the request beyond its head was taken from the client (it has no body), and nothing
     /// of the response has reached it: the request can be sent again on a fresh connection.
-    var canBeSentAgain: Bool {
+    package var canBeSentAgain: Bool {
         guard !answered, case .none = MessageBody(request) else { return false }
         return true
+    }
+}
+
+extension ResponseHead {
+    /// "407 Proxy Authentication Required", as the next hop wrote it.
+    package var statusLine: String {
+        let text = String(decoding: bytes[reason], as: UTF8.self)
+        return text.isEmpty ? "\(status)" : "\(status) \(text)"
     }
 }
