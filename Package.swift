@@ -173,7 +173,7 @@ let package = Package(
         .testTarget(name: "DecisionLogTests",
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
         .testTarget(name: "ProxyAnswersTests",
-                    dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX"]),
+                    dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX", "TestSupport"]),
         .testTarget(name: "InspectionTests",
                     dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests",
