@@ -9,7 +9,8 @@ import PackageDescription
 //   3. I/O: EventLoops (the Dispatch loops on POSIX), DNS (the resolver on the loops);
 //   4. the proxy: ProxyAccess (who may use it, with which policy), DecisionLog (the record and where
 //      it goes), ProxyAnswers (verdicts and the proxy's own answers), Inspection (the watched TLS
-//      handshake and certificate verdicts), then ProxyCore (the connection, the upstream, the server);
+//      handshake and certificate verdicts), QUICGate (the QUIC listener: Initials read, recorded,
+//      dropped), then ProxyCore (the connection, the upstream, the server);
 //   5. the operator's side: Admin (admin listener, metrics, live page), TrafficLogs (decision logs and
 //      HAR read and grouped), ATSReport (the gate's verdict);
 //   6. the executable, atsgate: arguments, config, wiring.
@@ -75,7 +76,7 @@ let package = Package(
 
         // 4. The proxy.
         // Who may use the proxy and with which policy: routes to apps, proxy logins.
-        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "CCrypt"],
+        .target(name: "ProxyAccess", dependencies: ["ATSPolicy", "POSIX", "EventLoops", "CCrypt"],
                 resources: [.embedInCode("Resources/system-destinations.json")]),
         // The decision log: the record and its vocabulary (reasons, actions), its formats (JSON line,
         // text, journal fields), the bounded buffer, the sinks and their writer threads, overflow
@@ -89,12 +90,17 @@ let package = Package(
         .target(name: "Inspection",
                 dependencies: ["ATSPolicy", "DecisionLog", "TLSWire", "TLSClient", "POSIX", "EventLoops", "ProxyAnswers"],
                 swiftSettings: [.swiftLanguageMode(.v5)]),
+        // The transparent gate's QUIC listener: UDP datagrams read in batches, each client's Initial read
+        // for its ClientHello (TLSClient's reader), the attempt judged as the app's TCP would be, dropped.
+        .target(name: "QUICGate",
+                dependencies: ["ATSPolicy", "TLSWire", "TLSClient", "POSIX", "EventLoops", "ProxyAccess", "DecisionLog",
+                               "ProxyAnswers"]),
         // The connection state machine: tunnels, forwarding, upgrades, the upstream connection, the
         // server and its loops.
         .target(
             name: "ProxyCore",
             dependencies: ["ATSPolicy", "TLSWire", "HTTP1", "POSIX", "TLSClient", "EventLoops", "DNS", "ProxyAccess",
-                           "DecisionLog", "ProxyAnswers", "Inspection"],
+                           "DecisionLog", "ProxyAnswers", "Inspection", "QUICGate"],
             swiftSettings: [.swiftLanguageMode(.v5)]
         ),
 
@@ -175,7 +181,10 @@ let package = Package(
         .testTarget(name: "ProxyAnswersTests",
                     dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX", "TestSupport"]),
         .testTarget(name: "InspectionTests",
-                    dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "TestSupport"]),
+                    dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "POSIX", "TestSupport"]),
+        .testTarget(name: "QUICGateTests",
+                    dependencies: ["QUICGate", "TLSClient", "TLSWire", "POSIX", "ATSPolicy", "ProxyAccess", "DecisionLog",
+                                   "ProxyAnswers", "TestSupport"]),
         .testTarget(name: "ProxyCoreTests",
                     dependencies: ["ProxyCore", "ProxyAnswers", "DecisionLog", "HTTP1", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
         .testTarget(name: "AdminTests", dependencies: ["Admin", "DecisionLog", "ProxyCore", "TLSWire"]),

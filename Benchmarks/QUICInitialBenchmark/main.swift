@@ -2,12 +2,17 @@
 // second on one thread, from the header to the parsed ClientHello. Not a test: it prints numbers and
 // never fails on them. Run it optimised, on one core:
 //   swift build -c release --product QUICInitialBenchmark && taskset -c 0 .build/release/QUICInitialBenchmark [seconds]
+// `--write FILE` writes the one-datagram Initials below to FILE instead (each a 2-byte big-endian
+// length, then the datagram), for scripts/benchmark-gateway's sender (loadgen quic) to send to a
+// running atsgate.
 import Foundation
 import POSIX
 import TLSClient
 import TLSWire
 
-let seconds = CommandLine.arguments.dropFirst().first.flatMap(Double.init) ?? 2
+let arguments = Array(CommandLine.arguments.dropFirst())
+let writeTo = arguments.firstIndex(of: "--write").flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+let seconds = arguments.first.flatMap(Double.init) ?? 2
 let attempts = 4096
 let sender = SocketAddress(ip: .v4(0xC612_0002), port: 50_000)
 
@@ -37,6 +42,17 @@ let single = (0..<attempts).map { index in
     QUICClientInitial.seal(version: .version1, destinationConnectionID: connectionID(index), packetNumberLength: 1,
                            frames: QUICInitialFrames.crypto(offset: 0, clientHello(index: index, postQuantum: false)))
 }
+if let writeTo {
+    var bytes: [UInt8] = []
+    for datagram in single { bytes += [UInt8(datagram.count >> 8), UInt8(datagram.count & 0xFF)] + datagram }
+    guard FileManager.default.createFile(atPath: writeTo, contents: Data(bytes)) else {
+        FileHandle.standardError.write(Data("cannot write \(writeTo)\n".utf8))
+        exit(1)
+    }
+    print("\(single.count) Initials (\(single[0].count) bytes each) written to \(writeTo)")
+    exit(0)
+}
+
 /// Two datagrams per attempt, the second half first in each packet, as Chrome shuffles its frames.
 let split = (0..<attempts).flatMap { index -> [[UInt8]] in
     let message = clientHello(index: index, postQuantum: true)

@@ -124,6 +124,17 @@ extension AppReport {
             out += "</tbody></table>\n"
         }
 
+        if !outsideSystemProxy.isEmpty {
+            out += "<h3>Outside the system proxy</h3>\n<p class=\"note\">Connections a device that also used the proxy made "
+                + "around it, which the gateway redirected: \(e(OutsideSystemProxy.meaning)).</p>\n"
+                + "<table class=\"outside\"><thead><tr><th>device</th><th>connections</th><th>destinations</th></tr></thead><tbody>\n"
+            for outside in outsideSystemProxy {
+                out += "<tr><td><code>\(e(outside.device))</code></td><td><span class=\"tag warn\">\(e(outside.summary))</span></td>"
+                    + "<td>\(outside.destinations.map { "<code>\(e($0))</code>" }.joined(separator: " "))</td></tr>\n"
+            }
+            out += "</tbody></table>\n"
+        }
+
         let refused = refusedByApp
         if !refused.isEmpty {
             out += "<h3>The app refused this server</h3>\n<p class=\"note\">Its pinning or the device's trust evaluation "

@@ -130,6 +130,11 @@ extension AppReport {
                     ("devices", .array(destination.traffic.deviceNames.map(JSONValue.string))),
                 ])
             })),
+            ("outside_system_proxy", .array(outsideSystemProxy.map { outside in
+                .object([("device", .string(outside.device)), ("connections", .int(outside.connections)),
+                         ("destinations", .array(outside.destinations.map(JSONValue.string))),
+                         ("summary", .string(outside.summary))])
+            })),
             ("destinations", destinations),
             ("unused", .array(unused.enumerated().map { index, key in
                 .object([

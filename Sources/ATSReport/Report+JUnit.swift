@@ -90,6 +90,13 @@ extension AppReport {
             suite.cases.append(JUnitCase(classname: "\(app).refused-by-app", name: traffic.url,
                                          outcome: .skipped("the app refused this server\(devices): \(traffic.clientRefusalSummary)")))
         }
+        // Connections around the system proxy: shown, skipped (they were judged like any other; what
+        // they reveal is an API that ignores the proxy).
+        for outside in outsideSystemProxy {
+            suite.cases.append(JUnitCase(classname: "\(app).outside-system-proxy", name: outside.device,
+                                         outcome: .skipped("\(outside.summary) (\(OutsideSystemProxy.meaning)): "
+                                                           + outside.destinations.joined(separator: ", "))))
+        }
         if recordsKeyExchange {
             for destination in destinations {
                 guard let status = destination.quantum else { continue }

@@ -44,6 +44,11 @@ extension AppReport {
                 notes.append("NOT proven: \(item.url) is still blocked (\(item.reasons.joined(separator: ", ")))")
             }
         }
+        for outside in outsideSystemProxy {
+            // No key of this dictionary reaches them: ATS governs only the URL loading system.
+            notes.append("device \(outside.device): \(outside.summary) (\(OutsideSystemProxy.meaning)): "
+                         + outside.destinations.joined(separator: ", "))
+        }
         for note in notes { out += "\(tabs)\t<!-- \(PlistWriter.comment(note)) -->\n" }
         out += "\(tabs)\t<key>NSAppTransportSecurity</key>\n"
         PlistWriter.write(.dictionary(suggestion.source.dictionary), indent: indent + 1, to: &out)

@@ -15,6 +15,8 @@ extension Report {
          "An HTTPS destination whose handshake the input does not show, so its TLS rules were not judged"),
         ("refused-by-app", "RefusedByApp", "warning",
          "The app itself refused a server: its pinning or the device's trust evaluation ended the TLS handshake after the server's certificate"),
+        ("outside-system-proxy", "OutsideSystemProxy", "warning",
+         "A device that used the proxy also made connections around it (the transparent gate saw them): an app or API that ignores the system proxy, which ATS does not protect"),
         ("incomplete-evidence", "IncompleteEvidence", "error",
          "The proxy could not log every decision (log-overflow records), or a run ended without its run-stop "
             + "record: the verdict rests on part of the traffic"),
@@ -143,6 +145,20 @@ extension Report {
                         ("app", .string(app.app)), ("url", .string(traffic.url)),
                         ("alerts", .object(traffic.clientRefusals.sorted { $0.key < $1.key }.map { ($0.key, .int($0.value)) })),
                         ("devices", .array(traffic.deviceNames.map(JSONValue.string))),
+                    ])),
+                ]))
+            }
+            for outside in app.outsideSystemProxy {
+                results.append(.object([
+                    ("ruleId", "outside-system-proxy"),
+                    ("ruleIndex", .int(Report.sarifRuleIndex("outside-system-proxy"))),
+                    ("level", "warning"),
+                    ("message", .object([("text", .string("\(app.app) on device \(outside.device): \(outside.summary) ("
+                        + OutsideSystemProxy.meaning + "): " + outside.destinations.joined(separator: ", ") + "."))])),
+                    ("locations", .array([location([])])),
+                    ("properties", .object([
+                        ("app", .string(app.app)), ("device", .string(outside.device)), ("connections", .int(outside.connections)),
+                        ("destinations", .array(outside.destinations.map(JSONValue.string))),
                     ])),
                 ]))
             }

@@ -143,6 +143,10 @@ extension AppReport {
                 out += "\n"
             }
         }
+        for outside in outsideSystemProxy {
+            out += "  device \(outside.device): \(outside.summary) (\(OutsideSystemProxy.meaning)): "
+                + outside.destinations.joined(separator: ", ") + "\n"
+        }
         let notChecked = self.notChecked
         if !notChecked.isEmpty {
             out += "  NOT CHECKED (\(notChecked.count)):\n"

@@ -98,6 +98,9 @@ public struct AppReport: Sendable {
     public var unusedBaseline: [BaselineState] = []
     /// Findings of the baseline that this run no longer has.
     public var absent: [AbsentFinding] = []
+    /// Per device that also used the proxy: the app's connections that came in on the transparent path,
+    /// around the system proxy (an app or API that ignores it, which ATS does not protect).
+    public var outsideSystemProxy: [OutsideSystemProxy] = []
 
     public var blocked: [DestinationReport] { destinations.filter(\.isBlocked) }
     /// Destinations whose server the app itself refused (`client-refused-certificate`): its pinning
@@ -222,6 +225,7 @@ public struct Report: Sendable {
                                      undirected: summary.undirected[app] ?? [:], options: options,
                                      consolidate: settings.consolidate))
         }
+        for index in apps.indices { apps[index].outsideSystemProxy = summary.paths.outsideSystemProxy(app: apps[index].app) }
         self.apps = apps
         if let baseline = settings.baseline { compare(with: baseline) }
     }

@@ -1,3 +1,4 @@
+import DecisionLog
 import ProxyCore
 
 /// The Prometheus text exposition format (version 0.0.4).
@@ -78,6 +79,19 @@ enum PrometheusText {
                metrics.clientRefusals.sorted { $0.key < $1.key }.map {
                    (label(["app": $0.key.app, "device": $0.key.device, "alert": $0.key.alert]), "\($0.value)")
                })
+        family("atsgate_transparent_connections_total", "counter",
+               "Decision records of the transparent gate, by path (transparent: a connection a firewall redirected; "
+                   + "quic: a QUIC attempt read and dropped) and result (the record's action).",
+               metrics.transparent.sorted { $0.key < $1.key }.map {
+                   (label(["path": $0.key.path, "result": $0.key.result]), "\($0.value)")
+               })
+        family("atsgate_quic_datagrams_total", "counter",
+               "Datagrams the QUIC listener read, by what they were: client-hello, incomplete (part of a split "
+                   + "ClientHello), retransmission, or why they were dropped as no valid client Initial.",
+               metrics.quicDatagrams.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
+        family("atsgate_quic_attempts_remembered", "gauge",
+               "QUIC connection attempts the Initial reader's bounded table holds (split ClientHellos, retransmissions).",
+               [("", "\(metrics.quicRemembered)")])
         family("atsgate_probe_cache_total", "counter", "Certificate verdict lookups, by result (hit, miss).",
                gauges.probeCache.sorted { $0.key < $1.key }.map { (label(["result": $0.key]), "\($0.value)") })
         family("atsgate_upstream_connections_total", "counter",

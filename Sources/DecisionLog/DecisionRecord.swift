@@ -77,6 +77,10 @@ package struct DecisionRecord {
     /// The client refused the server's certificate in the watched handshake (`client_alert`,
     /// `pinned_domain`; written only then).
     package var clientRefusal: ClientRefusal?
+    /// How the traffic reached the proxy (`path`), and where an intercepted connection was going
+    /// (`original_dst`, null on the proxy path and for a QUIC attempt whose destination NAT hid).
+    package var path = RecordPath.proxy
+    package var originalDestination: SocketAddress?
 
     /// The action as logged: the proxy's own when it answered, else the decision's.
     package var loggedAction: String { action?.rawValue ?? decision?.action.rawValue ?? "allow" }
@@ -129,6 +133,8 @@ package struct DecisionRecord {
         if let dnsMilliseconds { fields.milliseconds("dns_ms", dnsMilliseconds) } else { fields.string("dns_ms", nil) }
         fields.bool("dns_cached", dnsCached)
         fields.string("parent", parent)
+        fields.string("path", path.rawValue)
+        fields.string("original_dst", originalDestination?.description)
         if dnsStale { fields.bool("dns_stale", true) }
         if let status { fields.int("status", status) }
         if let sni { fields.string("sni", sni) }
@@ -169,10 +175,12 @@ package struct DecisionRecord {
         let code = loggedReason
         var line = "\(DecisionRecord.timestamp(time)) \(client)"
         if clientTLS { line += " tls" }
+        if path != .proxy { line += " \(path.rawValue)" }
         if let proxyUser { line += " user=\(proxyUser)" }
         if let device { line += " device=\(device)" }
         if let app { line += " app=\(app)" }
         line += " \(method) \(target)"
+        if let originalDestination { line += " (to \(originalDestination))" }
         if let parent { line += " via \(parent)" }
         line += " \(verdict.uppercased())"
         if let code { line += " \(code)" }

@@ -57,6 +57,16 @@ package enum Reason: Hashable, Sendable, CaseIterable {
     /// iCloud, software update, captive-portal detection...), by the system-destinations table or a
     /// captive probe's User-Agent; forwarded outside any app's ATS policy (action `allow`, app `system`).
     case systemTraffic
+    // The transparent gate (--listen-transparent, --listen-tproxy, --listen-quic).
+    /// A QUIC attempt read, recorded and dropped, so that the client falls back to TCP.
+    case quicFallback
+    /// A transparent connection whose first bytes are neither a TLS ClientHello nor HTTP/1.x.
+    case otherProtocol
+    /// A transparent connection whose original destination is the proxy itself, or that no
+    /// firewall redirected: never relayed.
+    case transparentLoop
+    /// The ClientHello's server name does not resolve to the connection's original destination.
+    case sniMismatchAddress
 
     package init(_ reason: BlockReason) { self = .ats(reason) }
 
@@ -67,6 +77,7 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         .upstreamRefused, .upstreamTimeout, .upstreamProtocol, .upstreamTLS, .upstreamTruncated,
         .serverAlert, .clientRefusedCertificate, .noPolicy, .destinationNotAllowed, .authThrottled, .logOverflow,
         .parentRefused, .parentUnreachable, .parentAuth, .parentTimeout, .parentProtocol, .systemFetch, .systemTraffic,
+        .quicFallback, .otherProtocol, .transparentLoop, .sniMismatchAddress,
     ]
 
     package static let allCases: [Reason] = BlockReason.allCases.map(Reason.ats) + proxyReasons
@@ -111,6 +122,10 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         case .parentProtocol: "parent-protocol"
         case .systemFetch: "system-fetch"
         case .systemTraffic: "system-traffic"
+        case .quicFallback: "quic-fallback"
+        case .otherProtocol: "other-protocol"
+        case .transparentLoop: "transparent-loop"
+        case .sniMismatchAddress: "sni-mismatch-address"
         }
     }
 
@@ -119,11 +134,13 @@ package enum Reason: Hashable, Sendable, CaseIterable {
         if case .ats(let reason) = self { !reason.isProxyRule } else { false }
     }
 
-    /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
+    /// The proxy's own access rules hold in report mode too; only ATS blocks become report-only. So do
+    /// the gate's: a QUIC attempt is never answered, a loop never relayed, and another protocol is
+    /// the operator's rule (`--transparent-other`), not ATS's.
     package var enforcedInReportMode: Bool {
         switch self {
         case .ats(.clientNotAllowed), .ats(.portNotAllowed), .ats(.authRequired), .noPolicy, .destinationNotAllowed,
-             .authThrottled: true
+             .authThrottled, .quicFallback, .otherProtocol, .transparentLoop: true
         default: false
         }
     }

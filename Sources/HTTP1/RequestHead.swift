@@ -71,9 +71,11 @@ package struct RequestHead {
     }
 
     /// Where the origin form (`/path?query`) of an absolute-form target is: after the authority, from
-    /// the first `/` or `?`; nil when the target has no path (the origin form is then `/`).
+    /// the first `/` or `?`; nil when the target has no path (the origin form is then `/`). An
+    /// origin-form target (a request the transparent gate intercepted) is its own.
     private var pathRange: Range<Int>? {
         let target = bytes[targetRange]
+        if target.first == UInt8(ascii: "/") { return targetRange }
         guard let colon = target.firstIndex(of: UInt8(ascii: ":")), target[colon...].starts(with: "://".utf8),
               let start = target[(colon + 3)...].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") })
         else { return nil }

@@ -34,6 +34,7 @@ package final class CertificateVerdictCache: Sendable {
     private struct Entry {
         package var judgement: ServerJudgement
         package var expires: Double
+        package var computed: Double
     }
 
     private struct State {
@@ -61,7 +62,13 @@ package final class CertificateVerdictCache: Sendable {
         let time = monotonic()
         let found = state.withLock { state -> ServerJudgement? in
             guard let entry = state.entries[key], entry.expires > time else { return nil }
-            return entry.judgement
+            guard entry.judgement.failedProbe, var blocking = entry.judgement.blocking else { return entry.judgement }
+            // The failure is an earlier probe's: say so, and for how long it still answers.
+            var judgement = entry.judgement
+            blocking.message += " (an earlier probe's result, \(Int(time - entry.computed)) s ago; the server is"
+                + " probed again after \(Int((entry.expires - time).rounded(.up))) s)"
+            judgement.blocking = blocking
+            return judgement
         }
         if found != nil { counters.hits.add(1, ordering: .relaxed) }
         return found
@@ -117,7 +124,7 @@ package final class CertificateVerdictCache: Sendable {
                     for (key, _) in oldest { state.entries[key] = nil }
                 }
             }
-            state.entries[key] = Entry(judgement: judgement, expires: time + lifetime)
+            state.entries[key] = Entry(judgement: judgement, expires: time + lifetime, computed: time)
             return state.waiting.removeValue(forKey: key) ?? []
         }
         for (loop, completion) in waiters {

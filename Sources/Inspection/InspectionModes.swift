@@ -14,3 +14,22 @@ public enum SNIMismatchAction: String, Sendable, CaseIterable {
     /// Log it and let the handshake go on.
     case log
 }
+
+/// What a transparent connection whose first bytes are neither TLS nor HTTP/1.x does
+/// (`--transparent-other`).
+public enum TransparentOtherAction: String, Sendable, CaseIterable {
+    /// Relay it to its original destination as it is; the record says `other-protocol` (action allow).
+    case allow
+    /// Close it; the record says `other-protocol` (action block).
+    case block
+}
+
+/// Whether a transparent TLS connection's server name must resolve to the address it was going to
+/// (`--sni-check`, reason `sni-mismatch-address`), as Squid's host verification checks forged names.
+public enum SNIAddressCheck: String, Sendable, CaseIterable {
+    case off
+    /// Record the mismatch (action allow) and let the connection go on.
+    case report
+    /// Refuse the connection (a TLS access_denied alert).
+    case block
+}

@@ -69,8 +69,16 @@ package struct ServerJudge: Sendable {
         guard requirements.certificateChecks || pin != nil else {
             return ServerJudgement(tolerated: [], note: message)
         }
-        return ServerJudgement(blocking: .init(reason: "upstream-tls", message: message, alert: .handshakeFailure))
+        var judgement = ServerJudgement(blocking: .init(reason: "upstream-tls", message: message, alert: .handshakeFailure))
+        judgement.failedProbe = true
+        judgement.maximumAge = ServerJudge.failedProbeLifetime
+        return judgement
     }
+
+    /// Seconds a failed probe's verdict answers for the server: long enough that a burst of tunnels to
+    /// a server that stopped answering does not probe it once each, short enough that the next
+    /// connection after a blip is judged afresh (not refused for --verdict-ttl by a stale timeout).
+    package static let failedProbeLifetime = 5.0
 
     private func unavailable(_ host: String, _ requirements: Requirements) -> ServerJudgement {
         let message = "no trust store could be loaded to check the certificate of \(host)"

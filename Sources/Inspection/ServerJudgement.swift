@@ -29,6 +29,10 @@ package struct ServerJudgement: Sendable {
     /// Seconds the verdict may be reused at most, below `--verdict-ttl`: an untrusted chain whose
     /// caIssuers fetch failed is asked again as soon as the failure is forgotten.
     package var maximumAge: Double?
+    /// A probe of the server failed (it could not be reached or did not answer in time): the verdict
+    /// says nothing of the certificate, so it is kept only briefly, and a tunnel answered from the
+    /// cache is told that the failure is an earlier probe's.
+    package var failedProbe = false
 }
 
 extension DecisionRecord {

@@ -97,6 +97,15 @@ public enum Socket {
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
+    /// An inherited socket (socket activation) made non-blocking, and the address it is bound to.
+    public static func adopt(_ fd: Int32) throws(SystemError) -> SocketAddress {
+        try setNonBlocking(fd)
+        guard let address = localAddress(fd) else {
+            throw SystemError(call: "getsockname of inherited descriptor \(fd)", code: EBADF)
+        }
+        return address
+    }
+
     /// Inherited sockets (socket activation) arrive blocking; the loops need them non-blocking.
     public static func setNonBlocking(_ fd: Int32) throws(SystemError) {
         let flags = fcntl(fd, F_GETFL)

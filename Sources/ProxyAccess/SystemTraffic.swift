@@ -92,6 +92,10 @@ public struct SystemTraffic: Sendable, Equatable {
     /// Decides system traffic's destinations for the record: no app's ATS applies to them, as under
     /// NSAllowsArbitraryLoads (so the record says `ats: off`).
     public static func engine(options: EngineOptions) -> DecisionEngine {
+        // Without the built-in exceptions, whose apple.com entry would make Apple's own hosts say
+        // `ats: exception` where no ATS applies at all.
+        var options = options
+        options.builtinExceptions = false
         let source = PolicySource(origin: app, format: nil, root: .bare,
                                   dictionary: ["NSAllowsArbitraryLoads": .bool(true)])
         return DecisionEngine(policy: Policy(source), options: options)

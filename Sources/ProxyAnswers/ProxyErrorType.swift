@@ -72,6 +72,9 @@ extension Reason {
         // Never sent: a system fetch is forwarded and the origin's response passes as it came. The
         // type the proxy's other allowed answers carry.
         case .systemFetch, .systemTraffic: .proxyInternalResponse
+        // The transparent gate's refusals: its own rules about what may pass, never a next hop's.
+        case .quicFallback, .otherProtocol, .sniMismatchAddress: .httpRequestDenied
+        case .transparentLoop: .proxyLoopDetected
         }
     }
 }

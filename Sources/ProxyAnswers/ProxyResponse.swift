@@ -12,7 +12,7 @@ package enum ProxyResponse {
                        proxyStatus: String) -> [UInt8] {
         let status = ("Proxy-Status", proxyStatus)
         switch verdict {
-        case .allow, .exempt, .upgrade:
+        case .allow, .exempt, .upgrade, .note:
             return PlainResponse.render(status: 200, headers: [status], body: "", keepAlive: keepAlive)
         case .serve(let contentType, let body, let includeBody):
             return PlainResponse.render(status: 200, headers: [status], body: body, keepAlive: keepAlive,

@@ -29,7 +29,7 @@ package struct ProxyStatus: Equatable {
     /// The field for `verdict`'s answer, with what `record` knows: the rule that decided and the parent.
     package init(_ verdict: Verdict, record: DecisionRecord) {
         switch verdict {
-        case .allow, .exempt, .upgrade:
+        case .allow, .exempt, .upgrade, .note:
             self.init()
         case .serve:
             // The PAC file: the RFC's type for a response made without asking any next hop.

@@ -28,11 +28,14 @@ package enum Verdict {
     case answer(status: Int, Reason, message: String, headers: [(String, String)] = [], body: String? = nil)
     /// The origin failed (502 or 504); `answer` is what its resolver or a parent said (Proxy-Status).
     case fail(Reason, status: Int, message: String, answer: NextHopAnswer = .none)
+    /// Proceed, with a finding the record names as its reason (action `allow`): the transparent gate's
+    /// `--sni-check report` and `--transparent-other allow`.
+    case note(Reason, message: String)
 
     /// The HTTP status the client gets when the verdict is answered over HTTP.
     package var status: Int {
         switch self {
-        case .allow, .exempt, .upgrade, .serve: 200
+        case .allow, .exempt, .upgrade, .serve, .note: 200
         case .block: 403
         case .challenge: 407
         case .throttle: 429
@@ -43,7 +46,7 @@ package enum Verdict {
 
     package var action: RecordAction {
         switch self {
-        case .allow, .exempt, .serve: .allow
+        case .allow, .exempt, .serve, .note: .allow
         case .block, .challenge, .throttle: .block
         case .upgrade, .redirect: .upgrade
         case .answer, .fail: .error

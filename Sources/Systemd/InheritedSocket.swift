@@ -6,18 +6,22 @@ public struct InheritedSocket: Sendable, Equatable {
         /// The proxy's TLS listener: clients speak TLS first (`--listen-tls`).
         case proxyTLS = "proxy-tls"
         case admin
+        /// The transparent gate's listeners: connections a firewall redirected (`--listen-transparent`)
+        /// or TPROXY handed over (`--listen-tproxy`), and the QUIC listener's UDP socket (`--listen-quic`).
+        case transparent, tproxy, quic
 
         /// The role a socket unit's FileDescriptorName= selects. No name means the proxy, so a lone
         /// socket (or a manager that passes no names) needs no naming.
         public init(fileDescriptorName name: String?) throws {
-            switch name {
-            case nil, "proxy": self = .proxy
-            case "proxy-tls": self = .proxyTLS
-            case "admin": self = .admin
-            case let other?:
-                throw SystemdError("FileDescriptorName '\(other)' has no role: name the socket 'proxy', 'proxy-tls' or 'admin'")
+            guard let role = Role(rawValue: name ?? "proxy") else {
+                throw SystemdError("FileDescriptorName '\(name ?? "")' has no role: name the socket 'proxy', 'proxy-tls', "
+                                   + "'admin', 'transparent', 'tproxy' or 'quic'")
             }
+            self = role
         }
+
+        /// The socket type the role needs: a datagram socket for QUIC, a listening stream socket otherwise.
+        public var isDatagram: Bool { self == .quic }
     }
 
     /// The descriptor, already close-on-exec.

@@ -6,7 +6,8 @@ public enum ListenFDs {
     /// The inherited listening sockets with their roles; empty when the daemon was not socket
     /// activated. Unsets LISTEN_FDS, LISTEN_PID and LISTEN_FDNAMES so that children do not take the
     /// sockets for theirs. Throws when the manager's variables are malformed, a descriptor is not a
-    /// listening stream socket (e.g. ListenDatagram= or Accept=yes), or a name has no role.
+    /// listening stream socket (e.g. ListenDatagram= or Accept=yes) where its role needs one (the
+    /// QUIC listener's needs a datagram socket), or a name has no role.
     public static func inherited() throws -> [InheritedSocket] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
@@ -19,16 +20,20 @@ public enum ListenFDs {
             // Without LISTEN_FDNAMES libsystemd reports "unknown" for each descriptor: that is no name.
             let name = names?[index].map { String(cString: $0) }.flatMap { $0 == "unknown" ? nil : $0 }
             let shown = "inherited fd \(fd)\(name.map { " (\($0))" } ?? "")"
-            let check = sd_is_socket(fd, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1)
-            if check < 0 { throw SystemdError.call("sd_is_socket", returned: check, context: shown) }
-            if check == 0 {
-                throw SystemdError("\(shown) is not a listening stream socket: use ListenStream= with Accept=no")
-            }
+            let role: InheritedSocket.Role
             do {
-                return InheritedSocket(fd: fd, name: name, role: try InheritedSocket.Role(fileDescriptorName: name))
+                role = try InheritedSocket.Role(fileDescriptorName: name)
             } catch let error as SystemdError {
                 throw SystemdError("\(shown): \(error.description)")
             }
+            let check = role.isDatagram ? sd_is_socket(fd, AF_UNSPEC, Int32(SOCK_DGRAM.rawValue), -1)
+                                        : sd_is_socket(fd, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1)
+            if check < 0 { throw SystemdError.call("sd_is_socket", returned: check, context: shown) }
+            if check == 0 {
+                throw SystemdError(role.isDatagram ? "\(shown) is not a datagram socket: use ListenDatagram="
+                                                   : "\(shown) is not a listening stream socket: use ListenStream= with Accept=no")
+            }
+            return InheritedSocket(fd: fd, name: name, role: role)
         }
     }
 

@@ -51,6 +51,11 @@ public struct RecordScanner {
         public var bytesDown = -1
         /// The lab's name of the client device (`--device`), when one matched.
         public var device = Span.none
+        /// The transparent gate: `path` (proxy, transparent, quic), the client's `IP:PORT` (a device's
+        /// address when it has no name), and the redirected connection's `original_dst`.
+        public var path = Span.none
+        public var client = Span.none
+        public var originalDestination = Span.none
         /// `client_alert` of a client's refusal of the server: the alert's name; `clientAlertLogged`
         /// tells a null (TLS 1.3: encrypted) from a record without the field.
         public var clientAlert = Span.none
@@ -145,6 +150,9 @@ public struct RecordScanner {
         case .message?: return cursor.stringOrNull(into: &fields.message)
         case .userAgent?: return cursor.stringOrNull(into: &fields.userAgent)
         case .device?: return cursor.stringOrNull(into: &fields.device)
+        case .path?: return cursor.stringOrNull(into: &fields.path)
+        case .client?: return cursor.stringOrNull(into: &fields.client)
+        case .originalDestination?: return cursor.stringOrNull(into: &fields.originalDestination)
         case .run?: return cursor.stringOrNull(into: &fields.run)
         case .ledger?: return cursor.stringOrNull(into: &fields.ledger)
         case .clientAlert?:
@@ -280,6 +288,7 @@ private enum Key {
     case time, app, policy, scheme, host, port, action, reason, exception, tlsVersion, cipher, message
     case enforced, certTolerated, userAgent, keyExchange, pqOffered, dropped, device, clientAlert, run, ledger
     case bytesUp, bytesDown
+    case path, client, originalDestination
 
     package init?(_ bytes: UnsafePointer<UInt8>, _ count: Int) {
         func equals(_ text: StaticString) -> Bool {
@@ -310,6 +319,9 @@ private enum Key {
         case (12, UInt8(ascii: "c")) where equals("client_alert"): self = .clientAlert
         case (8, UInt8(ascii: "b")) where equals("bytes_up"): self = .bytesUp
         case (10, UInt8(ascii: "b")) where equals("bytes_down"): self = .bytesDown
+        case (4, UInt8(ascii: "p")) where equals("path"): self = .path
+        case (6, UInt8(ascii: "c")) where equals("client"): self = .client
+        case (12, UInt8(ascii: "o")) where equals("original_dst"): self = .originalDestination
         default: return nil
         }
     }

@@ -7,6 +7,8 @@ public struct TrafficSummary: Sendable {
     public internal(set) var buckets = TimeBuckets()
     /// Records of the proxy's own answers that name no destination (bad requests, timeouts), per app.
     public internal(set) var undirected: [String: [String: Int]] = [:]
+    /// The transparent gate's paths, per app and device.
+    public internal(set) var paths = TransparentTraffic()
     /// The daemon runs the records name (the run ledger), in the order first read.
     public internal(set) var runs: [LoggedRun] = []
 
@@ -23,6 +25,7 @@ public struct TrafficSummary: Sendable {
         for (minute, counts) in other.buckets.minutes {
             buckets.minutes[minute] = buckets.minutes[minute].map { zip($0, counts).map(+) } ?? counts
         }
+        paths.merge(other.paths)
         for (app, reasons) in other.undirected {
             undirected[app, default: [:]].merge(reasons, uniquingKeysWith: +)
         }
@@ -44,11 +47,12 @@ public struct TrafficSummary: Sendable {
 
     /// `TrafficSummaryBuilder.finish()`'s result, its tables already sorted and flushed.
     package init(destinations: [DestinationTraffic], inputs: [InputStats], buckets: TimeBuckets,
-         undirected: [String: [String: Int]], runs: [LoggedRun] = []) {
+         undirected: [String: [String: Int]], paths: TransparentTraffic = TransparentTraffic(), runs: [LoggedRun] = []) {
         self.destinations = destinations
         self.inputs = inputs
         self.buckets = buckets
         self.undirected = undirected
+        self.paths = paths
         self.runs = runs
     }
 }

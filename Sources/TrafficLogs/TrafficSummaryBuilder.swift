@@ -49,6 +49,10 @@ public struct TrafficSummaryBuilder {
     private var inputs: [InputStats] = []
     private var buckets = TimeBuckets()
     private var undirected: [String: [String: Int]] = [:]
+    /// (app id, device id) -> transparent records and the destination ids they named; device ids seen
+    /// on the proxy path.
+    private var transparent: [Pair: (records: Int, destinations: Set<Int>)] = [:]
+    private var proxyDevices: Set<Int> = []
     /// The daemon runs the records name (the run ledger), by id; the last one's bytes and slot, since
     /// a log holds long stretches of one run.
     private var runs: [LoggedRun] = []
@@ -260,6 +264,7 @@ public struct TrafficSummaryBuilder {
         buckets.add(time: time, action: action)
         // One app's records or many: `app` once the device-lab routing logs it, else the policy file.
         let app = fields.app.isPresent ? fields.app : fields.policy
+        if fields.path.isPresent { count(path: fields, app: app, line) }
         guard fields.hasDestination else {
             let appName = app.isPresent ? RecordScanner.string(app, in: line) : "-"
             let reason = fields.reason.isPresent ? RecordScanner.string(fields.reason, in: line) : action.name
@@ -326,6 +331,48 @@ public struct TrafficSummaryBuilder {
                 keyExchanges.insert(Pair(slot: slot, value: value))
             }
         }
+    }
+
+    /// A record that says its path: a transparent one counts for its app and device, a proxy one marks
+    /// its device as one that uses the proxy (a device is its `--device` name, else its address).
+    private mutating func count(path fields: RecordScanner.Fields, app: RecordScanner.Span, _ line: UnsafeRawBufferPointer) {
+        let path = span(fields.path, line)
+        let transparentPath = path.elementsEqual("transparent".utf8)
+        guard transparentPath || path.elementsEqual("proxy".utf8) else { return }
+        let device: Int
+        if fields.device.isPresent {
+            device = intern(fields.device, line)
+        } else if fields.client.isPresent, !fields.client.escaped {
+            // `IP:PORT` or `[IPv6]:PORT`: the address alone.
+            var client = span(fields.client, line)
+            if let colon = client.lastIndex(of: UInt8(ascii: ":")) { client = UnsafeRawBufferPointer(rebasing: client[..<colon]) }
+            if client.first == UInt8(ascii: "["), client.last == UInt8(ascii: "]") {
+                client = UnsafeRawBufferPointer(rebasing: client[(client.startIndex + 1)..<(client.endIndex - 1)])
+            }
+            device = strings.id(client)
+        } else {
+            return
+        }
+        guard transparentPath else {
+            proxyDevices.insert(device)
+            return
+        }
+        let appID = app.isPresent ? intern(app, line) : strings.id(UnsafeRawBufferPointer(start: nil, count: 0))
+        var destination = -1
+        if fields.hasDestination {
+            keyBuffer.removeAll(keepingCapacity: true)
+            let host = span(fields.host, line)
+            let bracketed = host.contains(UInt8(ascii: ":"))
+            if bracketed { keyBuffer.append(UInt8(ascii: "[")) }
+            keyBuffer.append(contentsOf: host)
+            keyBuffer.append(contentsOf: ((bracketed ? "]:" : ":") + String(fields.port)).utf8)
+            destination = keyBuffer.withUnsafeBytes { strings.id($0) }
+        } else if fields.originalDestination.isPresent {
+            destination = intern(fields.originalDestination, line)
+        }
+        let key = Pair(slot: appID, value: device)
+        transparent[key, default: (0, [])].records += 1
+        if destination >= 0 { transparent[key]!.destinations.insert(destination) }
     }
 
     /// One record of device `id` at `slot`: a run of records from one device (a phone's burst)
@@ -417,6 +464,14 @@ public struct TrafficSummaryBuilder {
         result.sort { ($0.app, $0.host, $0.port, $0.scheme) < ($1.app, $1.host, $1.port, $1.scheme) }
         var merged = buckets
         merged.flush()
-        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected, runs: runs)
+        var paths = TransparentTraffic()
+        for (key, entry) in transparent {
+            let app = strings[key.slot]
+            paths.transparent[.init(app: app.isEmpty ? "-" : app, device: strings[key.value])] =
+                .init(connections: entry.records, destinations: Set(entry.destinations.map { strings[$0] }))
+        }
+        paths.proxyDevices = Set(proxyDevices.map { strings[$0] })
+        return TrafficSummary(destinations: result, inputs: inputs, buckets: merged, undirected: undirected, paths: paths,
+                              runs: runs)
     }
 }

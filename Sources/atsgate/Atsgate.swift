@@ -10,7 +10,7 @@ struct Atsgate: ParsableCommand {
         abstract: "Enforce and explain Apple's App Transport Security policy.",
         version: AtsgateVersion.string,
         subcommands: [RunCommand.self, CheckCommand.self, LintCommand.self, ReportCommand.self, DiagnoseCommand.self,
-                      HealthCommand.self, ProfileCommand.self, VersionCommand.self]
+                      HealthCommand.self, ProfileCommand.self, DoctorCommand.self, VersionCommand.self]
     )
 
     static func main() {

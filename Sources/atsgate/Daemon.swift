@@ -64,6 +64,7 @@ struct Daemon {
         do {
             server = try ProxyServer(configuration: configuration, sink: sink, inherited: inherited.proxy,
                                      inheritedTLS: inherited.proxyTLS,
+                                     inheritedGate: (inherited.transparent, inherited.tproxy, inherited.quic),
                                      observer: ObserverPair.either(hasAdmin ? feed : nil, observer))
             if let fd = inherited.admin.first {
                 admin = try AdminServer(inherited: fd, server: server, feed: feed)
@@ -100,7 +101,9 @@ struct Daemon {
     /// Where the daemon listens, with which certificate, policy, profile and mode.
     private static func announcement(_ configuration: ProxyConfiguration, server: ProxyServer,
                                      admin: AdminServer?) -> String {
-        var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" })
+        var where_ = (server.boundAddresses.map(\.description) + server.boundTLSAddresses.map { "\($0) (TLS)" }
+            + server.bound(.transparent).map { "\($0) (transparent)" } + server.bound(.tproxy).map { "\($0) (TPROXY)" }
+            + server.boundQUICAddresses.map { "\($0) (QUIC)" })
             .joined(separator: ", ")
         if let identity = configuration.listeners.tlsIdentity, !server.boundTLSAddresses.isEmpty {
             where_ += " with the certificate of \(ServiceLifecycle.describe(identity))"

@@ -31,10 +31,14 @@ struct HealthProbe {
         var authority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
     }
 
-    /// The answer's status: the code and the status line after the version, e.g. "503 Service Unavailable".
+    /// The answer's status: the code and the status line after the version, e.g. "503 Service Unavailable",
+    /// and the head's field lines as received (what `atsgate doctor probe` reads).
     struct Status: Equatable {
         var code: Int
         var text: String
+        var fields: [String] = []
+        /// The body, when asked for (`readBody`).
+        var body = ""
     }
 
     /// Why there is no status: one line for the user.
@@ -46,13 +50,18 @@ struct HealthProbe {
     var target: Target
     var path: String
     var timeout: Duration
+    /// More request fields, and the User-Agent.
+    var fields: [String] = []
+    var userAgent = "atsgate-health"
+    /// Read the body too, to the end of the connection (at most 8 MiB).
+    var readBody = false
 
     func get() throws(Failure) -> Status {
         let deadline = ContinuousClock.now + timeout
         let fd = try connect(before: deadline)
         defer { close(fd) }
-        let request = "GET \(path) HTTP/1.1\r\nHost: \(target.authority)\r\nUser-Agent: atsgate-health\r\n"
-            + "Accept: */*\r\nConnection: close\r\n\r\n"
+        let request = "GET \(path) HTTP/1.1\r\nHost: \(target.authority)\r\nUser-Agent: \(userAgent)\r\n"
+            + fields.map { $0 + "\r\n" }.joined() + "Accept: */*\r\nConnection: close\r\n\r\n"
         try send(Array(request.utf8), on: fd, before: deadline)
         return try readStatus(from: fd, before: deadline)
     }
@@ -97,11 +106,12 @@ struct HealthProbe {
         }
     }
 
-    /// Reads until the first CRLF; a status line longer than 8 KiB is not an HTTP server's.
+    /// Reads the head (to its empty line, or the end); a head longer than 8 KiB is not an HTTP server's.
     private func readStatus(from fd: Int32, before deadline: ContinuousClock.Instant) throws(Failure) -> Status {
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while !received.contains(UInt8(ascii: "\n")), received.count < 8192 {
+        while !received.contains(UInt8(ascii: "\n")) || !String(decoding: received, as: UTF8.self).contains("\r\n\r\n"),
+              received.count < 8192 {
             try wait(for: Int16(POLLIN), on: fd, before: deadline, doing: "waiting for the answer")
             let count = recv(fd, &buffer, buffer.count, 0)
             if count < 0 {
@@ -116,7 +126,20 @@ struct HealthProbe {
         guard let match = line.wholeMatch(of: /HTTP\/1\.[01] ([0-9]{3})(?: .*)?/), let code = Int(match.1) else {
             throw Failure(received.isEmpty ? "closed without an answer" : "not an HTTP answer: \(line.prefix(80))")
         }
-        return Status(code: code, text: String(line.dropFirst("HTTP/1.1 ".count)))
+        while readBody, received.count < 8 << 20 {
+            try wait(for: Int16(POLLIN), on: fd, before: deadline, doing: "reading the body")
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count < 0 {
+                if errno == EAGAIN || errno == EINTR { continue }
+                throw Failure("reading the body: \(errorText())")
+            }
+            if count == 0 { break }
+            received += buffer[..<count]
+        }
+        let parts = String(decoding: received, as: UTF8.self).components(separatedBy: "\r\n\r\n")
+        return Status(code: code, text: String(line.dropFirst("HTTP/1.1 ".count)),
+                      fields: Array(parts[0].components(separatedBy: "\r\n").dropFirst()),
+                      body: parts.dropFirst().joined(separator: "\r\n\r\n"))
     }
 
     private func wait(for events: Int16, on fd: Int32, before deadline: ContinuousClock.Instant,

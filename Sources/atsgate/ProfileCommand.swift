@@ -34,6 +34,11 @@ struct ProfileCommand: ParsableCommand {
                                                                + "fetched (ProxyPACFallbackAllowed; off by default, so a lab sees the failure)."))
     var pacFallback = false
 
+    @Flag(name: .customLong("no-direct-fallback"), help: ArgumentHelp("Say it explicitly: devices never go direct when the "
+        + "PAC file cannot be fetched or parsed (ProxyPACFallbackAllowed false, the default; docs/transparent-gate.md says what "
+        + "still goes around a proxy)."))
+    var noDirectFallback = false
+
     @Option(name: .long, help: ArgumentHelp("The proxy user (an --auth-file user) devices log in as; with --proxy only.",
                                             valueName: "name"))
     var user: String?
@@ -168,6 +173,11 @@ struct ProfileCommand: ParsableCommand {
                 + "ProxyUsername and ProxyPassword")
         }
         if pac == nil, pacFallback { throw fail("--pac-fallback needs --pac URL") }
+        if pacFallback, noDirectFallback { throw fail("--pac-fallback and --no-direct-fallback exclude each other") }
+        if pac == nil, noDirectFallback {
+            throw fail("--no-direct-fallback needs --pac URL: ProxyPACFallbackAllowed is a PAC setting, and with --proxy "
+                + "iOS has no such key (a device that cannot reach the proxy may still go direct: use the transparent gate)")
+        }
         for (flag, given) in [("--password-file", passwordFile != nil), ("--password", password != nil)] where given {
             if user == nil { throw fail("\(flag) needs --user NAME (the password is that user's)") }
         }

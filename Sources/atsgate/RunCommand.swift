@@ -29,6 +29,7 @@ struct RunCommand: ParsableCommand {
     @OptionGroup var policy: PolicyOptions
     @OptionGroup var access: AccessOptions
     @OptionGroup var listeners: ListenerOptions
+    @OptionGroup var gateway: GatewayOptions
     @OptionGroup var log: LogOptions
     @OptionGroup var dns: DNSOptions
     @OptionGroup var upstream: UpstreamOptions
@@ -45,6 +46,7 @@ struct RunCommand: ParsableCommand {
         try policy.apply(to: &configuration)
         try access.apply(to: &configuration)
         try listeners.apply(to: &configuration)
+        try gateway.apply(to: &configuration)
         try log.apply(to: &configuration)
         try dns.apply(to: &configuration)
         try upstream.apply(to: &configuration)

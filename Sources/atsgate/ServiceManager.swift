@@ -32,6 +32,10 @@ enum ServiceManager {
         /// FileDescriptorName=proxy-tls: the TLS listeners (--listen-cert and --listen-key apply).
         var proxyTLS: [Int32] = []
         var admin: [Int32] = []
+        /// FileDescriptorName=transparent, tproxy, quic: the transparent gate's listeners.
+        var transparent: [Int32] = []
+        var tproxy: [Int32] = []
+        var quic: [Int32] = []
     }
 
     /// Sockets systemd bound for us (socket activation), by their FileDescriptorName role.
@@ -48,6 +52,9 @@ enum ServiceManager {
             case .proxy: listeners.proxy.append(socket.fd)
             case .proxyTLS: listeners.proxyTLS.append(socket.fd)
             case .admin: listeners.admin.append(socket.fd)
+            case .transparent: listeners.transparent.append(socket.fd)
+            case .tproxy: listeners.tproxy.append(socket.fd)
+            case .quic: listeners.quic.append(socket.fd)
             }
         }
         return listeners

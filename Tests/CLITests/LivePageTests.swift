@@ -110,10 +110,11 @@ import TestSupport
         #expect(block.kind == "block" && block.count == blocked, "\(block)")
         #expect(block.cells[1].text == "×\(blocked)")
         #expect(block.cells[3].text == "http://legacy.example.com:\(origin.httpPort)")
-        #expect(block.cells[5].text == "cleartext-http")
+        #expect(block.cells[4].text == "proxy", "the path column")
+        #expect(block.cells[6].text == "cleartext-http")
         #expect(block.cells[0].title == Self.shown(blocks.last?["time"]), "the last time: \(block)")
         #expect(block.cells[0].text == String(Self.shown(blocks.last?["time"]).dropFirst(11).prefix(8)))
-        #expect(block.cells[8].title == Self.shown(blocks.first?["time"]), "the first time: \(block)")
+        #expect(block.cells[9].title == Self.shown(blocks.first?["time"]), "the first time: \(block)")
         #expect(block.fresh, "live decisions arrive through /events")
         #expect(groups.last?.count == 1 && groups.last?.kind == "allow" && groups.last?.fresh == false)
 
@@ -151,7 +152,7 @@ import TestSupport
 
         let groups = Self.groups(all)
         #expect(Set(groups.map { $0.attributes["data-device"] ?? "?" }) == ["iphone-15", "ipad", ""], "one row per device: \(groups)")
-        #expect(groups.first { $0.attributes["data-device"] == "ipad" }?.cells[7].text == "ipad", "the device column")
+        #expect(groups.first { $0.attributes["data-device"] == "ipad" }?.cells[8].text == "ipad", "the device column")
         #expect(Self.totals(all)["block"] == 6)
         #expect(all.contains(#"<tr class="device-row" data-device="ipad"><td class="mono">ipad</td><td class="num">0</td><td class="num">2</td>"#),
                 "counts by device: \(all.firstMatch(of: /<table id="byDevice">.*?<\/table>/)?.0 ?? "")")
@@ -197,11 +198,11 @@ import TestSupport
         let groups = Self.groups(dom)
         let wouldRow = try #require(groups.first { $0.app == DeviceLabTests.other }, "\(groups)")
         #expect(wouldRow.kind == "would-block" && wouldRow.count == would, "\(wouldRow)")
-        #expect(wouldRow.cells[4].text == "would block")
+        #expect(wouldRow.cells[5].text == "would block")
         let refused = try #require(groups.first { $0.attributes["data-kind"] == "block" }, "\(groups)")
         // A no-policy record says where the request was going; its reason's title names the User-Agent no bundle matched.
-        #expect(refused.cells[5].text == "no-policy" && refused.cells[3].text.hasPrefix("http://legacy.example.com:"), "\(refused)")
-        #expect(refused.cells[5].title?.contains("User-Agent product 'Stranger'") == true, "\(refused)")
+        #expect(refused.cells[6].text == "no-policy" && refused.cells[3].text.hasPrefix("http://legacy.example.com:"), "\(refused)")
+        #expect(refused.cells[6].title?.contains("User-Agent product 'Stranger'") == true, "\(refused)")
         // Each list holds its own: the enforced block in "Latest blocks", the rest under "Would block".
         let blocksList = try #require(dom.firstMatch(of: /<ul id="blocks">(.*?)<\/ul>/)?.1)
         let wouldList = try #require(dom.firstMatch(of: /<ul id="wouldBlocks">(.*?)<\/ul>/)?.1)

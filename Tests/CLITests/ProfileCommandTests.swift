@@ -108,6 +108,21 @@ import TestSupport
         #expect(proxy["ProxyServer"] == nil && proxy["ProxyUsername"] == nil)
     }
 
+    @Test func noDirectFallbackWritesProxyPACFallbackAllowedFalseAndConflictsAreNamed() throws {
+        let directory = try TemporaryDirectory()
+        let run = try Atsgate.run(["profile", "--pac", "http://atsgate.lab.example:3128/proxy.pac", "--no-direct-fallback"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let proxy = try Self.payload(try Self.validate(Data(run.stdout.utf8), in: directory), type: "com.apple.proxy.http.global")
+        #expect(proxy["ProxyPACFallbackAllowed"] as? Bool == false)
+        let both = try Atsgate.run(["profile", "--pac", "http://a.example/proxy.pac", "--no-direct-fallback", "--pac-fallback"])
+        #expect(both.status == 2 && both.stderr == "atsgate: --pac-fallback and --no-direct-fallback exclude each other\n")
+        let manual = try Atsgate.run(["profile", "--proxy", "10.0.0.1:3128", "--no-direct-fallback"])
+        #expect(manual.status == 2 && manual.stderr.hasPrefix("atsgate: --no-direct-fallback needs --pac URL: ProxyPACFallbackAllowed"))
+        let allowed = try Atsgate.run(["profile", "--pac", "http://a.example/proxy.pac", "--pac-fallback"])
+        #expect(try Self.payload(try Self.validate(Data(allowed.stdout.utf8), in: directory),
+                                 type: "com.apple.proxy.http.global")["ProxyPACFallbackAllowed"] as? Bool == true)
+    }
+
     /// `--password-file -`: the password on standard input, out of shell history and the process list.
     @Test func passwordFromStandardInput() throws {
         let directory = try TemporaryDirectory()

@@ -40,6 +40,9 @@ import TestSupport
         let metrics = try daemon.admin("/metrics")
         #expect(metrics.contains(#"atsgate_decisions_total{app="system",action="allow",reason="system-traffic",enforced="true"} 3"#),
                 "\(metrics)")
+        let page = try daemon.admin("/")
+        #expect(page.contains(#""app":"system""#) && page.contains(#""reason":"system-traffic""#),
+                "the live page's totals, from which its app filter lists system")
         let records = try daemon.stopInTimeOrder(expected: 5)
         let system = records.filter { $0["app"] as? String == "system" }
         #expect(system.map { $0["host"] as? String } == ["captive.apple.com", "telemetry.lab.test", "telemetry.lab.test"])

@@ -122,6 +122,35 @@ import TLSWire
         #expect(objects[0]["aia_fetched"] == nil && objects[0]["certificate_depth"] == nil, "no certificate judged")
     }
 
+    @Test func theTransparentGatesFieldsPathAndOriginalDestinationNullOnTheProxyPath() throws {
+        let records = try Self.records()
+        var transparent = records[2]
+        transparent.path = .transparent
+        transparent.originalDestination = SocketAddress(parsing: "[2001:db8::2]:8443")
+        var quic = records[3]
+        quic.path = .quic
+        quic.sni = "quic.example"
+        let log = RecordFormatter(format: .json, policy: "p", sink: LogSink(fd: -1))
+        var batch = LogBatch()
+        for record in [records[0], transparent, quic] { log.write(record, into: &batch) }
+        let objects = try batch.lines.split(separator: 0x0A).map {
+            try #require(JSONSerialization.jsonObject(with: Data($0)) as? [String: Any])
+        }
+        #expect(objects[0]["path"] as? String == "proxy")
+        #expect(objects[0]["original_dst"] is NSNull, "present, and null on the proxy path")
+        #expect(objects[1]["path"] as? String == "transparent")
+        #expect(objects[1]["original_dst"] as? String == "[2001:db8::2]:8443")
+        #expect(objects[1]["sni"] as? String == "legacy.example")
+        #expect(objects[2]["path"] as? String == "quic" && objects[2]["sni"] as? String == "quic.example")
+        // In the order INTERFACE.md lists them: after the third round's `parent`.
+        let line = String(decoding: batch.lines.split(separator: 0x0A)[1], as: UTF8.self)
+        #expect(line.contains(#""parent":null,"path":"transparent","original_dst":"[2001:db8::2]:8443""#), "\(line)")
+        let journal = Dictionary(transparent.journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })
+        #expect(journal["ATS_PATH"] == "transparent" && journal["ATS_ORIGINAL_DST"] == "[2001:db8::2]:8443")
+        #expect(Dictionary(records[0].journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })["ATS_ORIGINAL_DST"] == nil)
+        #expect(transparent.text(policy: "p").contains(" transparent ") && transparent.text(policy: "p").contains("(to [2001:db8::2]:8443)"))
+    }
+
     @Test func theJournalNamesTheKeyExchangeAndLeavesOutANullOne() throws {
         let records = try Self.records()
         let tls = Dictionary(records[2].journalFields(policy: "p"), uniquingKeysWith: { first, _ in first })

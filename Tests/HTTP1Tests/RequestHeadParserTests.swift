@@ -159,4 +159,11 @@ import Testing
         #expect(try parse("GET http://a.example:80/x?y HTTP/1.1\r\n\r\n")?.originForm == "/x?y")
         #expect(try parse("GET http://a.example?y HTTP/1.1\r\n\r\n")?.originForm == "/?y")
     }
+
+    @Test func anOriginFormTargetIsItsOwnOriginForm() throws {
+        // What the transparent gate reads: a request sent to the origin itself, redirected to the proxy.
+        #expect(try parse("GET /x?y HTTP/1.1\r\nHost: a.example\r\n\r\n")?.originForm == "/x?y")
+        #expect(try upstream("GET /x/y?z=1 HTTP/1.1\r\nHost: a.example\r\n\r\n", authority: "a.example")
+            == "GET /x/y?z=1 HTTP/1.1\r\nHost: a.example\r\nVia: 1.1 atsgate\r\n\r\n")
+    }
 }

@@ -2,6 +2,7 @@ import ATSPolicy
 import Dispatch
 import EventLoops
 import Foundation
+import POSIX
 import Synchronization
 import Testing
 @testable import Inspection
@@ -67,5 +68,22 @@ import Testing
         #expect(cache.lookup(Self.key("failed.example")) == nil, "asked again at once")
         _ = Self.verdict(cache, Self.key("good.example"), first: { ServerJudgement() }, fetching: nil)
         #expect(cache.lookup(Self.key("good.example")) != nil, "kept for --verdict-ttl")
+    }
+
+    @Test func aFailedProbeIsKeptBrieflyAndAnsweredAsAnEarlierProbesResult() throws {
+        // A real probe of a loopback port nothing listens on (1, tcpmux): refused at once.
+        let address = try #require(SocketAddress(parsing: "127.0.0.1:1"))
+        let judge = ServerJudge(store: nil)
+        let failed = judge.probe(address: address, port: 1, tunnel: nil, serverName: "down.example", host: "down.example",
+                                 requirements: .full, pin: nil, timeout: 5)
+        #expect(failed.blocking?.reason == "upstream-tls" && failed.failedProbe, "\(failed)")
+        #expect(failed.maximumAge == ServerJudge.failedProbeLifetime)
+        let message = try #require(failed.blocking?.message)
+        let cache = CertificateVerdictCache(capacity: 16, timeToLive: 300, counters: VerdictCounters())
+        let first = Self.verdict(cache, Self.key("down.example"), first: { failed }, fetching: nil)
+        #expect(first?.blocking?.message == message, "the tunnel that asked gets the probe's own words")
+        let cached = try #require(cache.lookup(Self.key("down.example"))?.blocking?.message)
+        #expect(cached.hasPrefix(message + " (an earlier probe's result, 0 s ago;"), "\(cached)")
+        #expect(cached.hasSuffix("the server is probed again after 5 s)"), "kept 5 s, not --verdict-ttl's 300: \(cached)")
     }
 }

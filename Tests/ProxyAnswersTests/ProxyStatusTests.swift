@@ -32,11 +32,11 @@ import Testing
         for type in ProxyErrorType.allCases { #expect(Self.registry.contains(type.rawValue), "\(type)") }
     }
 
-    /// README's "Proxy-Status" table: one row per reason, its error type as the code has it.
-    @Test func theReadmeMapsEveryReasonToItsProxyStatus() throws {
+    /// docs/proxy.md's "Proxy-Status" table: one row per reason, its error type as the code has it.
+    @Test func theProxyPageMapsEveryReasonToItsProxyStatus() throws {
         let readme = try String(contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("README.md").path, encoding: .utf8)
-        let section = try #require(readme.range(of: "<!-- proxy-status-table -->"), "README has the table's marker")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/proxy.md").path, encoding: .utf8)
+        let section = try #require(readme.range(of: "<!-- proxy-status-table -->"), "docs/proxy.md has the table's marker")
         var rows: [String: String] = [:]
         for line in readme[section.upperBound...].split(separator: "\n").dropFirst(2) {
             guard line.hasPrefix("|") else { break }

@@ -8,11 +8,12 @@ import Testing
 
     /// The list in ProxyConnection+State.swift's doc comment, copied out by hand, not from the code.
     static let documented: [Kind: Set<Kind>] = [
-        .accepted: [.readingHead, .handshaking, .answering, .closed],
+        .accepted: [.readingHead, .handshaking, .answering, .classifying, .closed],
+        .classifying: [.readingHead, .connecting, .closed],
         .handshaking: [.readingHead, .answering, .closed],
         .readingHead: [.answering, .authenticating, .connecting, .closed],
         .authenticating: [.answering, .connecting, .closed],
-        .connecting: [.answering, .exchanging, .upgrading, .parentHandshake, .closed],
+        .connecting: [.answering, .exchanging, .upgrading, .parentHandshake, .awaitingTunnelBytes, .relaying, .closed],
         .parentHandshake: [.answering, .upgrading, .closed],
         .answering: [.readingHead, .awaitingTunnelBytes, .closed],
         .awaitingTunnelBytes: [.inspecting, .relaying, .relayingTLS, .closed],

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 import LogTestSupport
 import TestSupport
+@testable import DecisionLog
 @testable import HTTP1
 @testable import ProxyCore
 

@@ -33,7 +33,8 @@ import Testing
         let listener = try loopbackSocket(listening: true)
         defer { close(listener) }
         #expect(try runActivatedChild(sockets: [listener], names: "metrics") == [
-            "error: inherited fd 3 (metrics): FileDescriptorName 'metrics' has no role: name the socket 'proxy', 'proxy-tls' or 'admin'",
+            "error: inherited fd 3 (metrics): FileDescriptorName 'metrics' has no role: name the socket 'proxy', 'proxy-tls', "
+                + "'admin', 'transparent', 'tproxy' or 'quic'",
         ])
     }
 
@@ -45,7 +46,31 @@ import Testing
         ])
     }
 
+    @Test func theTransparentGatesListenersTheirQUICSocketADatagramOne() throws {
+        let proxy = try loopbackSocket(listening: true), transparent = try loopbackSocket(listening: true)
+        let tproxy = try loopbackSocket(listening: true), quic = try loopbackSocket(type: SOCK_DGRAM)
+        defer { [proxy, transparent, tproxy, quic].forEach { close($0) } }
+        let report = try runActivatedChild(sockets: [proxy, transparent, tproxy, quic], names: "proxy:transparent:tproxy:quic")
+        #expect(report == ["3 proxy proxy cloexec", "4 transparent transparent cloexec", "5 tproxy tproxy cloexec",
+                           "6 quic quic cloexec", "LISTEN_* unset"])
+    }
+
+    @Test func aQUICSocketMustBeADatagramOneAndATransparentOneAListeningStream() throws {
+        let stream = try loopbackSocket(listening: true), datagram = try loopbackSocket(type: SOCK_DGRAM)
+        defer { close(stream); close(datagram) }
+        #expect(try runActivatedChild(sockets: [stream], names: "quic") == [
+            "error: inherited fd 3 (quic) is not a datagram socket: use ListenDatagram=",
+        ])
+        #expect(try runActivatedChild(sockets: [datagram], names: "transparent") == [
+            "error: inherited fd 3 (transparent) is not a listening stream socket: use ListenStream= with Accept=no",
+        ])
+    }
+
     @Test func roleNames() throws {
+        #expect(try InheritedSocket.Role(fileDescriptorName: "transparent") == .transparent)
+        #expect(try InheritedSocket.Role(fileDescriptorName: "tproxy") == .tproxy)
+        #expect(try InheritedSocket.Role(fileDescriptorName: "quic") == .quic)
+        #expect(InheritedSocket.Role.quic.isDatagram && !InheritedSocket.Role.transparent.isDatagram)
         #expect(try InheritedSocket.Role(fileDescriptorName: nil) == .proxy)
         #expect(try InheritedSocket.Role(fileDescriptorName: "proxy") == .proxy)
         #expect(try InheritedSocket.Role(fileDescriptorName: "admin") == .admin)
@@ -151,9 +176,9 @@ private func runActivatedChild(sockets: [Int32], names: String?) throws -> [Stri
     return text.split(separator: "\n").map(String.init)
 }
 
-/// A TCP socket bound to 127.0.0.1 on a free port, listening or not.
-private func loopbackSocket(listening: Bool) throws -> Int32 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
+/// A TCP socket (or `type`) bound to 127.0.0.1 on a free port, listening or not.
+private func loopbackSocket(listening: Bool = false, type: __socket_type = SOCK_STREAM) throws -> Int32 {
+    let fd = socket(AF_INET, Int32(type.rawValue | SOCK_CLOEXEC.rawValue), 0)
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian

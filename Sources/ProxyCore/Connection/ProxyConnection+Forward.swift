@@ -24,14 +24,20 @@ extension ProxyConnection {
             return respond(.answer(status: 400, .badRequest,
                                    message: "absolute-form https:// requests are not proxied; use CONNECT"))
         }
+        forward(head, to: destination)
+    }
+
+    /// A plain request to `destination` (named by an absolute-form target, or on the transparent path
+    /// by `Host`): blocked, upgraded, redirected or forwarded as the policy decides.
+    func forward(_ head: RequestHead, to destination: Destination) {
         if head.cameThroughThisProxy || isSelf(destination) {
             return respond(.answer(status: 508, .loopDetected, message: "the request would loop through this proxy"))
         }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         let decision = policy.decide(destination, context: loadContext)
         record.decision = decision
-        if let system = systemTraffic {
-            enforce(.exempt(system.isCertificateFetch ? .systemFetch : .systemTraffic, message: system.message))
+        if systemTraffic != nil {
+            exemptSystemTraffic()
             return openUpstream(destination, pooled: true, then: .forward(head))
         }
         let hasBody = (head.contentLength ?? 0) > 0 || head.chunked
@@ -238,7 +244,7 @@ extension ProxyConnection {
         upstreamTLS = nil
         upstream = nil
         if keepClient {
-            record = .begin(client: clientAddress, method: "-")
+            beginRecord("-")
             nextRequest()
         } else {
             close()

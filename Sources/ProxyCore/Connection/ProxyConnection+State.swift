@@ -1,20 +1,23 @@
 import ATSPolicy
 import EventLoops
 import HTTP1
+import Inspection
 
 /// The connection's phases and the moves between them. `enter` (ProxyConnection.swift) is the one
 /// assignment to `state`, and debug builds check every move there against `State.allows(from:to:)`.
 extension ProxyConnection {
     /// The legal transitions (`allows(from:to:)` is this list as code; the tests hold a copy of it):
     /// - accepted (before `start`) -> readingHead | handshaking (a TLS listener's client) | answering
-    ///   (a client outside --allow-client)
+    ///   (a client outside --allow-client) | classifying (a transparent listener's client)
+    /// - classifying -> readingHead (HTTP/1.x) | connecting (TLS, or another protocol allowed)
     /// - handshaking (a TLS listener's client) -> readingHead | answering (a plain request to the TLS
     ///   port)
     /// - readingHead -> answering (a verdict, an error, a PAC file, a 407) | authenticating
     ///   | connecting (a tunnel, a forward, an upgrade)
     /// - authenticating -> answering (a 407, a verdict) | connecting
     /// - connecting -> answering (a failure, the CONNECT 200) | exchanging (forward) | upgrading
-    ///   | parentHandshake (a tunnel or an upgrade through a parent proxy)
+    ///   | parentHandshake (a tunnel or an upgrade through a parent proxy) | awaitingTunnelBytes (a
+    ///   transparent TLS connection, which has no 200 to wait for) | relaying (another protocol allowed)
     /// - parentHandshake -> answering (the parent's refusal, the CONNECT 200) | upgrading
     /// - answering -> readingHead (keep-alive) | awaitingTunnelBytes (after the 200)
     /// - awaitingTunnelBytes -> inspecting (a TLS ClientHello) | relaying or relayingTLS (anything else)
@@ -31,6 +34,8 @@ extension ProxyConnection {
         case handshaking
         /// Waiting for (the rest of) a request head in `inbound`.
         case readingHead
+        /// A transparent connection's first bytes, read until they say what it is (+Transparent).
+        case classifying
         /// The request's credentials are being checked on the blocking pool (a slow hash).
         indirect case authenticating(RequestHead)
         /// Resolving and connecting to the origin or a parent proxy; then what the connector's `next` says.
@@ -56,7 +61,7 @@ extension ProxyConnection {
 
         /// A state without its data: what the transition table speaks of.
         enum Kind: CaseIterable {
-            case accepted, handshaking, readingHead, authenticating, connecting, parentHandshake, answering
+            case accepted, handshaking, readingHead, classifying, authenticating, connecting, parentHandshake, answering
             case awaitingTunnelBytes, inspecting, upgrading, exchanging, relaying, relayingTLS, closed
         }
 
@@ -65,6 +70,7 @@ extension ProxyConnection {
             case .accepted: .accepted
             case .handshaking: .handshaking
             case .readingHead: .readingHead
+            case .classifying: .classifying
             case .authenticating: .authenticating
             case .connecting: .connecting
             case .parentHandshake: .parentHandshake
@@ -84,12 +90,13 @@ extension ProxyConnection {
             switch (from, to) {
             case (.closed, _): false
             case (_, .closed): true
-            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering): true
+            case (.accepted, .readingHead), (.accepted, .handshaking), (.accepted, .answering), (.accepted, .classifying): true
+            case (.classifying, .readingHead), (.classifying, .connecting): true
             case (.handshaking, .readingHead), (.handshaking, .answering): true
             case (.readingHead, .answering), (.readingHead, .authenticating), (.readingHead, .connecting): true
             case (.authenticating, .answering), (.authenticating, .connecting): true
             case (.connecting, .answering), (.connecting, .exchanging), (.connecting, .upgrading),
-                 (.connecting, .parentHandshake): true
+                 (.connecting, .parentHandshake), (.connecting, .awaitingTunnelBytes), (.connecting, .relaying): true
             case (.parentHandshake, .answering), (.parentHandshake, .upgrading): true
             case (.answering, .readingHead), (.answering, .awaitingTunnelBytes): true
             case (.awaitingTunnelBytes, .inspecting), (.awaitingTunnelBytes, .relaying),
@@ -105,6 +112,8 @@ extension ProxyConnection {
     /// What follows a successful connection to the origin.
     enum AfterConnect {
         case tunnel(LoadContext)
+        /// Another protocol on the transparent path, allowed: relayed as it is.
+        case relay
         case forward(RequestHead)
         case upgrade(RequestHead, Decision, original: Destination)
     }

@@ -21,9 +21,7 @@ extension ProxyConnection {
             return respond(.block(.ats(.portNotAllowed),
                                   message: "CONNECT to port \(destination.port) is not allowed (see --connect-port)"))
         }
-        if let system = systemTraffic {
-            enforce(.exempt(system.isCertificateFetch ? .systemFetch : .systemTraffic, message: system.message))
-        }
+        exemptSystemTraffic()
         openUpstream(destination, then: .tunnel(loadContext))
     }
 

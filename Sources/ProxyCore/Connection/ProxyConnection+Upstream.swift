@@ -1,6 +1,7 @@
 import ATSPolicy
 import DecisionLog
 import EventLoops
+import Inspection
 import POSIX
 import ProxyAccess
 
@@ -10,11 +11,16 @@ import ProxyAccess
 /// on to what follows the connection.
 extension ProxyConnection {
     /// Connects to the origin, directly or through the parent proxies the request's route and
-    /// `--parent` name; a forward may take a pooled connection. Then `next`.
-    func openUpstream(_ destination: Destination, pooled: Bool = false, then next: AfterConnect) {
+    /// `--parent` name; a forward may take a pooled connection. Then `next`. A transparent connection
+    /// goes to its original address only, directly (a parent would resolve the name again); its
+    /// server name is checked against that address as `nameCheck` says.
+    func openUpstream(_ destination: Destination, pooled: Bool = false, nameCheck: SNIAddressCheck = .off,
+                      then next: AfterConnect) {
         assert(upstream == nil, "a connection opens its upstream with none open")
-        let parents = generation.parents.parents(for: destination, route: routeEgress())
-        let connector = UpstreamConnector(destination: destination, parents: parents, pooled: pooled, then: next,
+        let pinned = originalDestination.map { SocketAddress(ip: $0.ip, port: destination.port) }
+        let parents = pinned == nil ? generation.parents.parents(for: destination, route: routeEgress()) : []
+        let connector = UpstreamConnector(destination: destination, pinned: pinned, nameCheck: nameCheck,
+                                          parents: parents, pooled: pooled, then: next,
                                           generation: generation, loop: loop, pool: pool,
                                           acl: generation.destinationACLs[aclIndex], client: clientAddress.ip)
         // The connector keeps its own timeouts; whatever the connection had armed (a retried
@@ -50,6 +56,11 @@ extension ProxyConnection {
             record.noteDNS(dns)
             upstream = channel
             upstreamFromPool = fromPool
+            if let mismatch = connector.nameMismatch {
+                let block = generation.configuration.transparent.sniCheck == .block
+                guard enforce(block ? .block(.sniMismatchAddress, message: mismatch + " (--sni-check block)")
+                                    : .note(.sniMismatchAddress, message: mismatch + " (--sni-check report)")) else { return }
+            }
             // Absolute-form requests go straight to the parent; a tunnel or an upgrade asks it to
             // CONNECT first.
             if let via, !connector.next.isForward {
@@ -78,7 +89,13 @@ extension ProxyConnection {
         if let parent { generation.daemon.parentHealth.markUp(parent) }
         switch next {
         case .tunnel(let loadContext):
+            // A transparent client sent its ClientHello already, and waits for no 200.
+            if transparent != nil { return openTunnel(destination, loadContext: loadContext) }
             send(generation.connectEstablished, then: .tunnel(destination, loadContext))
+        case .relay:
+            let prefix = inbound
+            inbound = []
+            startRelay(prefix: prefix)
         case .forward(let head):
             startExchange(head, destination: destination)
         case .upgrade(let head, let decision, let original):

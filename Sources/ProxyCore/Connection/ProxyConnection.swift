@@ -4,6 +4,7 @@ import Dispatch
 import EventLoops
 import Glibc
 import HTTP1
+import Inspection
 import ProxyAccess
 import ProxyAnswers
 import TLSClient
@@ -30,6 +31,10 @@ package final class ProxyConnection {
     var clientTLS: ClientTLS?
     /// Accepted on a TLS listener (the records' `client_tls`), whether or not the handshake succeeded.
     let onTLSListener: Bool
+    /// Accepted on a transparent listener: where it was going (+Transparent); nil on the proxy path.
+    let transparent: TransparentArrival?
+    /// How a transparent client that does not speak HTTP hears a refusal (a TLS alert, or the close).
+    var rawAnswer: RawAnswer?
     private(set) var state = State.accepted
     /// Client bytes read but not yet consumed (the head, then any prefix read with it).
     var inbound: [UInt8] = []
@@ -70,11 +75,12 @@ package final class ProxyConnection {
     var verifiedCredentials: [UInt8]?
     var proxyUser: String?
 
-    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, generation: Generation,
-         loop proxyLoop: ProxyLoop) {
+    init(fd: Int32, clientAddress: SocketAddress, localPort: Int, tls: Bool = false, transparent: TransparentArrival? = nil,
+         generation: Generation, loop proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         self.localPort = localPort
         onTLSListener = tls
+        self.transparent = transparent
         self.generation = generation
         self.loop = loop
         self.proxyLoop = proxyLoop
@@ -86,6 +92,7 @@ package final class ProxyConnection {
         loop.assertOnLoop()
         client = Channel(fd: fd, poller: loop.poller)
         record = .begin(client: clientAddress, method: "-")
+        if transparent != nil { beginRecord("-") }
         proxyLoop.connections[ObjectIdentifier(self)] = self
     }
 
@@ -114,6 +121,11 @@ package final class ProxyConnection {
     func enterConnecting(_ connector: UpstreamConnector) { enter(.connecting(connector)) }
 
     func enterParentHandshake(_ handshake: ParentHandshake) { enter(.parentHandshake(handshake)) }
+
+    func enterClassifying() {
+        enter(.classifying)
+        client.wantRead(true)
+    }
 
     func enterAwaitingTunnelBytes(_ destination: Destination, _ loadContext: LoadContext) {
         enter(.awaitingTunnelBytes(destination, loadContext))
@@ -163,6 +175,9 @@ package final class ProxyConnection {
             client.onWritable { [self] in handshakeFlush() }
         case .readingHead:
             client.onReadable { [self] in readHead() }
+            client.onWritable {}
+        case .classifying:
+            client.onReadable { [self] in classifyFirstBytes() }
             client.onWritable {}
         case .connecting, .authenticating:
             // The client normally sends nothing until it has an answer, so its read interest stays
@@ -233,10 +248,10 @@ package final class ProxyConnection {
     /// Refuses a client outside --allow-client before reading anything.
     func refuseClient() {
         // A TLS listener's client waits for a ServerHello: a TLS alert is what it can read, and no
-        // handshake is spent on it.
+        // handshake is spent on it. A transparent client speaks to its origin: it is only closed.
         enforce(.block(.ats(.clientNotAllowed),
                        message: "client \(clientAddress.ip) is not allowed to use this proxy (see --allow-client)"),
-                onTLSListener ? .alert(.accessDenied, recordVersion: 0x0303) : .close)
+                onTLSListener ? .alert(.accessDenied, recordVersion: 0x0303) : transparent != nil ? .cut : .close)
     }
 
     // MARK: request head
@@ -263,7 +278,7 @@ package final class ProxyConnection {
         }
         inbound.removeFirst(head.length)
         started = monotonic()
-        record = .begin(client: clientAddress, method: head.method)
+        beginRecord(head.method)
         disarm()
         route(head)
     }
@@ -318,10 +333,11 @@ package final class ProxyConnection {
     /// (--auth-file), then the policy for the request, then what kind of request it is.
     func route(_ head: RequestHead) {
         record.userAgent = head.field(.userAgent)
-        if let document = servedDocument(head) {
+        // A transparent client speaks to its origin: the proxy's documents and login are not for it.
+        if transparent == nil, let document = servedDocument(head) {
             return respond(document, .http(keepAlive: head.keepAlive && !head.hasBody))
         }
-        if let authenticator = generation.authenticator {
+        if transparent == nil, let authenticator = generation.authenticator {
             return authenticate(head, authenticator)
         }
         dispatch(head)
@@ -330,29 +346,13 @@ package final class ProxyConnection {
     /// Chooses the request's policy (AppRouter) and hands the request to its kind's handler.
     func dispatch(_ head: RequestHead) {
         record.proxyUser = proxyUser
-        // The device's own traffic is no app's: whatever the routes say, it gets no app's policy.
-        systemTraffic = nil
-        if head.isAbsoluteForm || head.method == "CONNECT", let system = generation.configuration.systemTraffic.classify(head, userAgent: record.userAgent) {
-            systemTraffic = system
-            record.app = SystemTraffic.app
-            record.policy = SystemTraffic.app
-            return head.method == "CONNECT" ? connectTunnel(head) : forward(head)
+        let named = transparent != nil ? transparentTarget(head) : head.namedDestination
+        let system = transparent != nil || head.isAbsoluteForm || head.method == "CONNECT"
+            ? generation.configuration.systemTraffic.classify(head, userAgent: record.userAgent, destination: named) : nil
+        guard choosePolicy(product: AppRouter.product(ofUserAgent: record.userAgent), target: named, system: system) else { return }
+        if transparent != nil {
+            return forwardTransparent(head)
         }
-        let router = generation.router
-        let product = AppRouter.product(ofUserAgent: record.userAgent)
-        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
-        record.route = kind
-        aclIndex = route.map { $0 + 1 } ?? 0
-        guard let selected else {
-            record.target = head.namedDestination
-            record.unrouted = true
-            let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
-            return respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
-                                  + "bundle is named by its \(agent); --unrouted is block"))
-        }
-        appIndex = selected
-        record.app = router.apps[selected].id
-        record.policy = router.apps[selected].label
         if head.method == "CONNECT" {
             return connectTunnel(head)
         }
@@ -372,6 +372,34 @@ package final class ProxyConnection {
         respond(.answer(status: 400, .badRequest, message: "unsupported request target"))
     }
 
+    /// Chooses the request's policy by the proxy user, the client, the port and the User-Agent's
+    /// product; false when none was chosen (answered `no-policy`, the record naming `target`). The
+    /// device's own traffic (`system`) is no app's: whatever the routes say, it gets no app's policy.
+    func choosePolicy(product: String?, target: Destination?, system: SystemTraffic? = nil) -> Bool {
+        systemTraffic = system
+        if system != nil {
+            record.app = SystemTraffic.app
+            record.policy = SystemTraffic.app
+            return true
+        }
+        let router = generation.router
+        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
+        record.route = kind
+        aclIndex = route.map { $0 + 1 } ?? 0
+        guard let selected else {
+            record.target = target
+            record.unrouted = true
+            let agent = product.map { "User-Agent product '\($0)'" } ?? "no User-Agent product"
+            respond(.block(.noPolicy, message: "no policy for this request: no --route matched and no loaded "
+                           + "bundle is named by its \(agent); --unrouted is block"))
+            return false
+        }
+        appIndex = selected
+        record.app = router.apps[selected].id
+        record.policy = router.apps[selected].label
+        return true
+    }
+
     // MARK: verdicts and answers
 
     /// The one place a verdict is applied. It honours --mode (an ATS block in report mode is only
@@ -379,50 +407,18 @@ package final class ProxyConnection {
     /// `delivery` says, and logs, which counts the metric. Returns true when the request proceeds.
     @discardableResult
     func enforce(_ verdict: Verdict, _ delivery: Delivery = .close) -> Bool {
+        let mode = generation.configuration.mode
+        // An origin's failure after report mode let an ATS block through is noted after the decision's
+        // message (the static enforce), so that message is written first.
         switch verdict {
-        case .allow:
-            return true
-        case .exempt(let reason, let message):
-            record.action = .allow
-            record.reason = reason
-            record.message = message
-            return true
-        case .block(let reason, let message, let rule):
-            // A watched handshake's probe that could not reach or judge the server refuses the tunnel
-            // as a block does, but what happened is the origin's failure, not a refusal.
-            record.action = reason.isFailure ? .error : .block
-            record.reason = reason
-            if let message { record.message = message }
-            if let rule { record.rule = rule }
-            if generation.configuration.mode == .report, !reason.enforcedInReportMode { return true }
-        case .upgrade, .redirect:
-            record.action = .upgrade
-            // Report mode forwards the request as it came; the record says it would be upgraded.
-            if generation.configuration.mode == .report { return true }
-        case .challenge(let message):
-            // Enforced in report mode too: the proxy's access rule, not ATS.
-            record.action = .block
-            record.reason = .ats(.authRequired)
-            record.message = message
-        case .throttle(let message, _):
-            record.action = .block
-            record.reason = .authThrottled
-            record.message = message
-        case .serve:
-            record.action = .allow
-        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
-            if record.action == .block, record.reason?.isATSRule == true,
-               generation.configuration.mode == .report {
-                // Report mode let an ATS block through and then the origin failed: the record keeps
-                // what the gate is for (it would have been blocked) and says what followed.
-                fillDecisionMessage()
-                record.appendNote("then \(reason.rawValue): \(message)")
-            } else {
-                record.action = .error
-                record.reason = reason
-                record.message = message
-            }
+        case .answer, .fail:
+            if mode == .report, record.action == .block, record.reason?.isATSRule == true { fillDecisionMessage() }
+        default:
+            break
         }
+        if ProxyConnection.enforce(verdict, on: &record, mode: mode) { return true }
+        var delivery = delivery
+        if case .http = delivery, let rawAnswer { delivery = rawAnswer.delivery }
         switch delivery {
         case .http(let keepAlive):
             record.status = verdict.status
@@ -440,6 +436,54 @@ package final class ProxyConnection {
             finish()
         case .cut:
             finish()
+        }
+        return false
+    }
+
+    /// The record's side of `enforce`, also for a QUIC attempt, which has no connection to answer:
+    /// the outcome written (honouring --mode); true when the request proceeds.
+    static func enforce(_ verdict: Verdict, on record: inout DecisionRecord, mode: ProxyMode) -> Bool {
+        switch verdict {
+        case .allow:
+            return true
+        case .note(let reason, let message), .exempt(let reason, let message):
+            record.action = .allow
+            record.reason = reason
+            record.message = message
+            return true
+        case .block(let reason, let message, let rule):
+            // A watched handshake's probe that could not reach or judge the server refuses the tunnel
+            // as a block does, but what happened is the origin's failure, not a refusal.
+            record.action = reason.isFailure ? .error : .block
+            record.reason = reason
+            if let message { record.message = message }
+            if let rule { record.rule = rule }
+            if mode == .report, !reason.enforcedInReportMode { return true }
+        case .upgrade, .redirect:
+            record.action = .upgrade
+            // Report mode forwards the request as it came; the record says it would be upgraded.
+            if mode == .report { return true }
+        case .challenge(let message):
+            // Enforced in report mode too: the proxy's access rule, not ATS.
+            record.action = .block
+            record.reason = .ats(.authRequired)
+            record.message = message
+        case .throttle(let message, _):
+            record.action = .block
+            record.reason = .authThrottled
+            record.message = message
+        case .serve:
+            record.action = .allow
+        case .answer(_, let reason, let message, _, _), .fail(let reason, _, let message, _):
+            if record.action == .block, record.reason?.isATSRule == true, mode == .report {
+                // Report mode let an ATS block through and then the origin failed: the record keeps
+                // what the gate is for (it would have been blocked) and says what followed.
+                record.appendNote("then \(reason.rawValue): \(message)")
+            } else {
+                record.action = .error
+                record.reason = reason
+                record.message = message
+            }
         }
         return false
     }
@@ -495,10 +539,7 @@ package final class ProxyConnection {
         // The proxy's own access rules hold in report mode too; only ATS blocks become report-only.
         record.enforced = generation.configuration.mode == .enforce || record.reason?.enforcedInReportMode == true
         fillDecisionMessage()
-        proxyLoop.metrics.count(record)
-        generation.daemon.observer?.observe(record, policy: generation.log.policy)
-        generation.daemon.decisions.add(1, ordering: .relaxed)
-        generation.log.write(record, into: &proxyLoop.logBatch)
+        proxyLoop.write(record, generation)
     }
 
     /// A record without a message of its own gets its decision's, formatted once per loop and
@@ -554,7 +595,7 @@ package final class ProxyConnection {
     /// is closed now; the others finish what they are doing.
     func closeIfIdle() {
         switch state {
-        case .readingHead where inbound.isEmpty, .handshaking: close()
+        case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking: close()
         default: break
         }
     }
@@ -564,7 +605,7 @@ package final class ProxyConnection {
         switch state {
         case .closed:
             return
-        case .readingHead where inbound.isEmpty, .handshaking:
+        case .readingHead where inbound.isEmpty, .classifying where inbound.isEmpty, .handshaking:
             return close()
         case .relaying, .relayingTLS:
             record.appendNote("cut: the daemon stopped")
@@ -599,6 +640,12 @@ package final class ProxyConnection {
     var clientHasUnsent: Bool { clientTLS?.hasUnsent == true }
 
     /// The policy of the current request.
+    /// The device's own traffic proceeds outside the app's policy, its record saying why.
+    func exemptSystemTraffic() {
+        guard let system = systemTraffic else { return }
+        enforce(.exempt(system.isCertificateFetch ? .systemFetch : .systemTraffic, message: system.message))
+    }
+
     var policy: DecisionEngine { systemTraffic == nil ? generation.router.apps[appIndex].engine : generation.systemTraffic }
 
     func isSelf(_ destination: Destination) -> Bool {

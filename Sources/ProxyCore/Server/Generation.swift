@@ -37,6 +37,8 @@ package final class Generation: Sendable {
     let parents: ParentRouting
     /// The CONNECT 200, with this generation's Proxy-Status name.
     let connectEstablished: [UInt8]
+    /// The addresses of `ownAddresses`, for `isOwnListener`.
+    let ownIPs: Set<IPAddress>
 
     init(configuration: ProxyConfiguration, daemon: DaemonState, number: Int) {
         self.configuration = configuration
@@ -49,6 +51,7 @@ package final class Generation: Sendable {
         authenticator = configuration.passwords.map(ProxyAuthenticator.init(file:))
         adminAuthenticator = configuration.adminPasswords.map(ProxyAuthenticator.init(file:))
         let own = Generation.ownAddresses(configuration)
+        ownIPs = Set(own.map(\.address))
         destinationACLs = [DestinationACL(rules: configuration.destinations, ownAddresses: own)]
             + configuration.routes.map { route in
                 DestinationACL(rules: configuration.destinations, route: (route.destinations, route.name), ownAddresses: own)
@@ -73,6 +76,7 @@ package final class Generation: Sendable {
     static func ownAddresses(_ configuration: ProxyConfiguration) -> [(address: IPAddress, listener: String)] {
         let listeners = configuration.listeners.proxy.map { ($0, "the proxy listens on \($0)") }
             + configuration.listeners.tls.map { ($0, "the proxy's TLS listener is on \($0)") }
+            + (configuration.listeners.transparent + configuration.listeners.tproxy).map { ($0, "the transparent listener is on \($0)") }
             + (configuration.listeners.admin.map { [($0, "the admin listener is on \($0)")] } ?? [])
         var own: [(address: IPAddress, listener: String)] = []
         var interfaces: [IPAddress]?
@@ -88,6 +92,13 @@ package final class Generation: Sendable {
             }
         }
         return own
+    }
+
+    /// Whether `address` is one of the proxy's own listeners: where a transparent connection must never go.
+    func isOwnListener(_ address: SocketAddress) -> Bool {
+        let own = configuration.listeners
+        return TransparentArrival.isListener(address, among: own.proxy + own.tls + own.transparent + own.tproxy
+                                                 + (own.admin.map { [$0] } ?? []), ownAddresses: ownIPs)
     }
 
     func connectionClosed() {

@@ -58,6 +58,7 @@ public struct ProxyConfiguration: Sendable {
     public var log = LogSettings()
     public var timeouts = Timeouts()
     public var inspection = InspectionSettings()
+    public var transparent = TransparentSettings()
     public var parents = ParentSettings()
     /// The resolver (`--dns-timeout`, `--dns-min-ttl`, `--dns-max-ttl`, `--dns-negative-ttl`,
     /// `--dns-stale`, `--dns-server`).
@@ -74,6 +75,12 @@ public struct ProxyConfiguration: Sendable {
         /// `--listen-cert` and `--listen-key`, loaded: what the TLS listeners present. Re-read on every
         /// reload; a connection keeps the pair it was accepted with.
         public var tlsIdentity: TLSServerContext?
+        /// `--listen-transparent`, `--listen-tproxy`: connections a firewall redirected (NAT) or handed
+        /// over (TPROXY), judged by where they were going. `--listen-quic`: UDP, QUIC Initials read,
+        /// recorded and dropped.
+        public var transparent: [SocketAddress] = []
+        public var tproxy: [SocketAddress] = []
+        public var quic: [SocketAddress] = []
         /// The admin listener (/metrics, /healthz, /readyz); none when nil.
         public var admin: SocketAddress?
         public var maximumConnections = 10_000
@@ -130,6 +137,16 @@ public struct ProxyConfiguration: Sendable {
         /// Seconds a certificate verdict is reused, and how many are kept.
         public var verdictTimeToLive = 300.0
         public var verdictCacheCapacity = 4096
+
+        public init() {}
+    }
+
+    /// What the transparent gate does with what it cannot judge as the proxy path would.
+    public struct TransparentSettings: Sendable {
+        /// `--transparent-other`: a connection that is neither TLS nor HTTP/1.x.
+        public var other: TransparentOtherAction = .block
+        /// `--sni-check`: a server name that does not resolve to the original destination.
+        public var sniCheck: SNIAddressCheck = .report
 
         public init() {}
     }

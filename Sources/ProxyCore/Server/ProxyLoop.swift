@@ -38,6 +38,14 @@ package final class ProxyLoop {
         for listener in listeners { listener.wantRead(accepting) }
     }
 
+    /// Counts a finished record and hands it to the log and to the operator's observer.
+    func write(_ record: DecisionRecord, _ generation: Generation) {
+        metrics.count(record)
+        generation.daemon.observer?.observe(record, policy: generation.log.policy)
+        generation.daemon.decisions.add(1, ordering: .relaxed)
+        generation.log.write(record, into: &logBatch)
+    }
+
     /// On each clock tick: the records go to the log's writer; under `--log-overflow pause` the loop
     /// follows the log, holding back new connections and requests while it is full.
     func handOverLog(to sink: LogSink) {

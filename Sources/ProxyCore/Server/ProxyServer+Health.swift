@@ -65,6 +65,10 @@ extension ProxyServer {
             sum.add(proxyLoop.metrics)
             sum.loops.append(.init(accepted: proxyLoop.metrics.connectionsAccepted,
                                    open: proxyLoop.load.load(ordering: .relaxed)))
+            if proxyLoop === loops[0], let gate = quicGate {
+                sum.quicDatagrams = gate.datagrams
+                sum.quicRemembered = gate.remembered
+            }
             collect(sum, from: rest.dropFirst(), on: queue, completion: completion)
         }
     }

@@ -28,6 +28,10 @@ extension ProxyServer {
             warnings.append("the TLS listeners keep their certificate: the new configuration names none")
             configuration.listeners.tlsIdentity = old.listeners.tlsIdentity
         }
+        let gate = { (listeners: ProxyConfiguration.Listeners) in [listeners.transparent, listeners.tproxy, listeners.quic] }
+        if gate(configuration.listeners) != gate(old.listeners), !gate(configuration.listeners).joined().allSatisfy({ $0.port == 0 }) {
+            warnings.append("transparent, TPROXY and QUIC listen addresses do not change on reload; restart to apply")
+        }
         if configuration.listeners.admin != old.listeners.admin, configuration.listeners.admin?.port != 0 {
             warnings.append("the admin address does not change on reload; restart to apply")
         }
@@ -43,6 +47,9 @@ extension ProxyServer {
         }
         configuration.listeners.proxy = old.listeners.proxy
         configuration.listeners.tls = old.listeners.tls
+        configuration.listeners.transparent = old.listeners.transparent
+        configuration.listeners.tproxy = old.listeners.tproxy
+        configuration.listeners.quic = old.listeners.quic
         configuration.listeners.admin = old.listeners.admin
         configuration.log.file = old.log.file
         configuration.log.overflow = old.log.overflow

@@ -35,7 +35,7 @@ extension ProxyServer {
             }
         }
         group.notify(queue: .global()) { [self] in
-            for fd in listenFDs { SystemCall.close(fd) }
+            for fd in listenFDs + (quicGate?.listeners.map(\.fd) ?? []) { SystemCall.close(fd) }
             listenersClosed()
             waitForConnections(until: end) { [self] cut in
                 let unwritten = flushLog(until: max(end, monotonic() + 1), stop: RunStop(cut: cut, handOver: handOver))

@@ -3,7 +3,9 @@ import DecisionLog
 import Dispatch
 import EventLoops
 import Glibc
+import Inspection
 import ProxyAccess
+import QUICGate
 import Synchronization
 @_exported import POSIX
 
@@ -19,9 +21,11 @@ public final class ProxyServer: @unchecked Sendable {
     public let loopAllowance: CPUAllowance
     let listenFDs: [Int32]
     private let addresses: [SocketAddress]
-    /// By index of `listenFDs`: whether clients speak TLS there (`--listen-tls`, or systemd's socket
-    /// named proxy-tls).
-    private let secure: [Bool]
+    /// By index of `listenFDs`: what clients do there (`--listen-tls`, `--listen-transparent`, ..., or
+    /// the systemd socket's name).
+    private let kinds: [ListenerKind]
+    /// The QUIC listeners (`--listen-quic`), read on the first loop; nil without any.
+    let quicGate: QUICGate?
     /// Set while any loop has paused accepting at the connection cap.
     private let anyPaused = Atomic<Bool>(false)
     let stopping = Atomic<Bool>(false)
@@ -35,40 +39,48 @@ public final class ProxyServer: @unchecked Sendable {
     /// `observer` (the live page's feed). `now` is the time the loops' deadlines are kept in: a test
     /// gives a MovableClock's, to move past a timeout instead of waiting for it.
     package init(configuration: ProxyConfiguration, sink: LogSink = LogSink(), inherited: [Int32] = [],
-                inheritedTLS: [Int32] = [], observer: DecisionObserver? = nil,
+                inheritedTLS: [Int32] = [], inheritedGate: (transparent: [Int32], tproxy: [Int32], quic: [Int32]) = ([], [], []),
+                observer: DecisionObserver? = nil,
                 now: @escaping () -> Double = monotonic) throws(SystemError) {
         var configuration = configuration
         // One loop per CPU the process may use (affinity and cgroup quota included), unless configured.
         loopAllowance = configuration.listeners.loopCount > 0
             ? CPUAllowance(count: configuration.listeners.loopCount, source: "as configured (--loops)") : CPUAllowance.current()
         loops = (0..<loopAllowance.count).map { ProxyLoop(label: "atsgate.loop.\($0)", now: now) }
-        var bound: [(fd: Int32, address: SocketAddress, tls: Bool)] = []
+        var bound: [(fd: Int32, address: SocketAddress, kind: ListenerKind)] = []
+        var quic: [QUICGate.Listener] = []
         do throws(SystemError) {
-            if inherited.isEmpty && inheritedTLS.isEmpty {
-                for (address, tls) in configuration.listeners.proxy.map({ ($0, false) }) + configuration.listeners.tls.map({ ($0, true) }) {
-                    let fd = try Socket.listen(on: address)
-                    bound.append((fd, Socket.localAddress(fd) ?? address, tls))
+            let listeners = configuration.listeners
+            if inherited.isEmpty && inheritedTLS.isEmpty && (inheritedGate.transparent + inheritedGate.tproxy + inheritedGate.quic).isEmpty {
+                for (address, kind) in listeners.proxy.map({ ($0, ListenerKind.proxy) }) + listeners.tls.map({ ($0, .tls) })
+                    + listeners.transparent.map({ ($0, .transparent) }) + listeners.tproxy.map({ ($0, .tproxy) }) {
+                    let fd = try Socket.listen(on: address, transparent: kind == .tproxy)
+                    bound.append((fd, Socket.localAddress(fd) ?? address, kind))
                 }
+                quic = try QUICGate.bind(listeners.quic)
             } else {
-                for (fd, tls) in inherited.map({ ($0, false) }) + inheritedTLS.map({ ($0, true) }) {
-                    try Socket.setNonBlocking(fd)
+                for (fd, kind) in inherited.map({ ($0, ListenerKind.proxy) }) + inheritedTLS.map({ ($0, .tls) })
+                    + inheritedGate.transparent.map({ ($0, .transparent) }) + inheritedGate.tproxy.map({ ($0, .tproxy) }) {
+                    bound.append((fd, try Socket.adopt(fd), kind))
                     Socket.setNoDelay(fd) // inherited by the accepted sockets
-                    guard let address = Socket.localAddress(fd) else {
-                        throw SystemError(call: "getsockname of inherited descriptor \(fd)", code: EBADF)
-                    }
-                    bound.append((fd, address, tls))
                 }
+                quic = try QUICGate.adopt(inheritedGate.quic)
             }
         } catch {
-            for listener in bound { SystemCall.close(listener.fd) }
+            for fd in bound.map(\.fd) + quic.map(\.fd) { SystemCall.close(fd) }
             throw error
         }
         // Port 0 binds an ephemeral port: record the real one (for loop detection and the log).
-        configuration.listeners.proxy = bound.filter { !$0.tls }.map(\.address)
-        configuration.listeners.tls = bound.filter(\.tls).map(\.address)
+        func of(_ kind: ListenerKind) -> [SocketAddress] { bound.filter { $0.kind == kind }.map(\.address) }
+        configuration.listeners.proxy = of(.proxy)
+        configuration.listeners.tls = of(.tls)
+        configuration.listeners.transparent = of(.transparent)
+        configuration.listeners.tproxy = of(.tproxy)
+        configuration.listeners.quic = quic.map(\.address)
+        quicGate = quic.isEmpty ? nil : QUICGate(listeners: quic)
         listenFDs = bound.map(\.fd)
         addresses = bound.map(\.address)
-        secure = bound.map(\.tls)
+        kinds = bound.map(\.kind)
         let owner = WeakBox<ProxyServer>()
         daemon = DaemonState(sink: sink, observer: observer) { owner.value?.connectionClosed() }
         current = Mutex(Generation(configuration: configuration, daemon: daemon, number: 1))
@@ -77,10 +89,16 @@ public final class ProxyServer: @unchecked Sendable {
     }
 
     /// The plain listeners' addresses actually bound (with real ports when 0 was asked for).
-    public var boundAddresses: [SocketAddress] { zip(addresses, secure).filter { !$0.1 }.map(\.0) }
+    public var boundAddresses: [SocketAddress] { bound(.proxy) }
 
     /// The TLS listeners' addresses actually bound.
-    public var boundTLSAddresses: [SocketAddress] { zip(addresses, secure).filter(\.1).map(\.0) }
+    public var boundTLSAddresses: [SocketAddress] { bound(.tls) }
+
+    /// The QUIC listeners' addresses actually bound.
+    package var boundQUICAddresses: [SocketAddress] { quicGate?.listeners.map(\.address) ?? [] }
+
+    /// The addresses actually bound of one kind of listener.
+    package func bound(_ kind: ListenerKind) -> [SocketAddress] { zip(addresses, kinds).filter { $0.1 == kind }.map(\.0) }
 
     /// The loop the operator's side (the admin listener) runs on.
     package var firstLoop: EventLoop { loops[0].loop }
@@ -93,12 +111,13 @@ public final class ProxyServer: @unchecked Sendable {
             let loop = proxyLoop.loop
             loop.lastTick.store(monotonicMilliseconds(), ordering: .relaxed)
             loop.execute { [self] in
-                for (fd, tls) in zip(listenFDs, secure) {
+                for (fd, kind) in zip(listenFDs, kinds) {
                     let channel = Channel(fd: fd, poller: loop.poller)
-                    channel.onReadable { [unowned self] in accept(on: fd, tls: tls, proxyLoop) }
+                    channel.onReadable { [unowned self] in accept(on: fd, kind: kind, proxyLoop) }
                     channel.wantRead(true)
                     proxyLoop.listeners.append(channel)
                 }
+                if proxyLoop === loops[0] { startQUIC(on: proxyLoop) }
                 // Records go to the log's writer at least on every clock tick; the tick also proves
                 // the loop alive.
                 loop.clock.schedule(loop, after: LoopClock.resolution, repeating: true) { [daemon] in
@@ -148,7 +167,7 @@ public final class ProxyServer: @unchecked Sendable {
 
     // MARK: accepting
 
-    private func accept(on listenFD: Int32, tls: Bool, _ proxyLoop: ProxyLoop) {
+    private func accept(on listenFD: Int32, kind: ListenerKind, _ proxyLoop: ProxyLoop) {
         let loop = proxyLoop.loop
         let generation = current.withLock { $0 }
         let localPort = listenFDs.firstIndex(of: listenFD).map { addresses[$0].port } ?? 0
@@ -187,10 +206,10 @@ public final class ProxyServer: @unchecked Sendable {
             let target = leastLoaded(than: proxyLoop)
             target.load.add(1, ordering: .relaxed)
             if target === proxyLoop {
-                begin(fd: fd, client: client, localPort: localPort, tls: tls, generation: generation, on: proxyLoop)
+                begin(fd: fd, client: client, localPort: localPort, kind: kind, generation: generation, on: proxyLoop)
             } else {
                 target.loop.execute { [self] in
-                    begin(fd: fd, client: client, localPort: localPort, tls: tls, generation: generation, on: target)
+                    begin(fd: fd, client: client, localPort: localPort, kind: kind, generation: generation, on: target)
                 }
             }
         }
@@ -218,13 +237,20 @@ public final class ProxyServer: @unchecked Sendable {
     static let balanceSlack = 4
 
     /// Starts a connection on the loop that will own it (on that loop's queue).
-    private func begin(fd: Int32, client: SocketAddress, localPort: Int, tls: Bool, generation: Generation,
+    private func begin(fd: Int32, client: SocketAddress, localPort: Int, kind: ListenerKind, generation: Generation,
                        on proxyLoop: ProxyLoop) {
         proxyLoop.metrics.connectionsAccepted += 1
-        let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: tls,
-                                         generation: generation, loop: proxyLoop)
+        let arrival = kind == .transparent || kind == .tproxy
+            ? TransparentArrival.read(fd, tproxy: kind == .tproxy, listenerPort: localPort, isOwnListener: generation.isOwnListener)
+            : nil
+        let connection = ProxyConnection(fd: fd, clientAddress: client, localPort: localPort, tls: kind == .tls,
+                                         transparent: arrival, generation: generation, loop: proxyLoop)
         if generation.configuration.allowClients.contains(where: { $0.contains(client.ip) }) {
-            if tls { connection.startTLS() } else { connection.start() }
+            switch kind {
+            case .tls: connection.startTLS()
+            case .transparent, .tproxy: connection.startTransparent()
+            case .proxy: connection.start()
+            }
         } else {
             connection.refuseClient()
         }
@@ -250,6 +276,16 @@ public final class ProxyServer: @unchecked Sendable {
         anyPaused.store(false, ordering: .relaxed)
         for proxyLoop in loops { proxyLoop.loop.execute { [self] in resume(proxyLoop) } }
     }
+}
+
+/// What clients do on a listening socket.
+package enum ListenerKind {
+    /// Ask the proxy (`--listen`).
+    case proxy
+    /// The same, over TLS to the proxy (`--listen-tls`).
+    case tls
+    /// Redirected by a firewall's NAT (`--listen-transparent`) or handed over by TPROXY (`--listen-tproxy`).
+    case transparent, tproxy
 }
 
 /// Lets each generation reach the server without keeping it alive.

@@ -2,6 +2,7 @@ import ATSPolicy
 import DecisionLog
 import DNS
 import EventLoops
+import Inspection
 import POSIX
 import ProxyAccess
 import ProxyAnswers
@@ -33,6 +34,12 @@ final class UpstreamConnector {
     /// The destination ACL of the request's route, and the client address it judges.
     private let acl: DestinationACL
     private let client: IPAddress
+    /// A transparent connection's original destination: the one address tried, never resolved; its
+    /// host's name is only looked up when `nameCheck` asks, to compare (`nameMismatch`).
+    private let pinned: SocketAddress?
+    private let nameCheck: SNIAddressCheck
+    /// The server name does not resolve to the pinned address: why, for the record.
+    private(set) var nameMismatch: String?
     /// The race of the current way's addresses.
     private var eyeballs: HappyEyeballs?
     private var connectTimerArmed = false
@@ -49,9 +56,12 @@ final class UpstreamConnector {
     /// The parent being tried (or tried last); nil: straight to the origin.
     var parent: ParentProxy? { plan.parent }
 
-    init(destination: Destination, parents: [ParentProxy], pooled: Bool, then next: ProxyConnection.AfterConnect,
-         generation: Generation, loop: EventLoop, pool: UpstreamPool, acl: DestinationACL, client: IPAddress) {
+    init(destination: Destination, pinned: SocketAddress? = nil, nameCheck: SNIAddressCheck = .off, parents: [ParentProxy],
+         pooled: Bool, then next: ProxyConnection.AfterConnect, generation: Generation, loop: EventLoop,
+         pool: UpstreamPool, acl: DestinationACL, client: IPAddress) {
         plan = ConnectPlan(destination: destination, parents: parents)
+        self.pinned = pinned
+        self.nameCheck = nameCheck
         self.pooled = pooled
         self.next = next
         self.generation = generation
@@ -64,9 +74,25 @@ final class UpstreamConnector {
     /// Starts on the first way; `report` gets the outcome, possibly before this returns.
     func start(_ report: @escaping (UpstreamConnector, Outcome) -> Void) {
         self.report = report
+        if pinned != nil, nameCheck != .off, case .name(let name) = destination.host { return checkName(name) }
         // The parent resolves: the name or literal as the client gave it is checked instead.
         let refused = plan.parents.isEmpty ? nil : acl.refusalThroughParent(destination, client: client)
         perform(plan.start(refusedThroughParent: refused))
+    }
+
+    /// Looks the server name up and compares its addresses with the pinned one (ServerNameCheck), then
+    /// goes on to the pinned address whatever the answer: what a mismatch means is the connection's.
+    private func checkName(_ name: String) {
+        var check = ServerNameCheck(name: name, address: pinned!.ip, answers: generation.resolver.answerCount(for: destination.host))
+        resolutionStarted = monotonic()
+        arm(after: generation.configuration.dns.timeout + 1)
+        generation.resolver.resolve(destination.host, on: loop) { [self] resolution in
+            guard report != nil, check.waiting else { return }
+            dns.add(waited: resolution.lookupMilliseconds.map { _ in (monotonic() - resolutionStarted) * 1000 }, stale: resolution.isStale)
+            guard let outcome = check.add(resolution.result.mapError { .init($0.message) }) else { return }
+            if !outcome.isEmpty { nameMismatch = outcome }
+            perform(plan.start(refusedThroughParent: nil))
+        }
     }
 
     /// The connection closed: every attempt stops, and nothing is reported.
@@ -91,6 +117,8 @@ final class UpstreamConnector {
 
     /// Resolves `host` and races its addresses: the origin's, or the parent's (`via`).
     private func connect(to host: Host, port: Int, via parent: ParentProxy?) {
+        // A transparent connection's original address is the one candidate, through the ACL as usual.
+        let host = parent == nil ? pinned.map { .address($0.ip) } ?? host : host
         let eyeballs = HappyEyeballs(loop: loop, answers: generation.resolver.answerCount(for: host)) { [self] outcome in
             raced(outcome)
         }

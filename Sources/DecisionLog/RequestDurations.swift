@@ -1,4 +1,3 @@
-import DecisionLog
 /// How long requests took, for /metrics (`atsgate_request_duration_seconds{kind,action}`): one loop's
 /// histogram, counted with every record (`LoopMetrics.count`, on the hot path: a bucket found among
 /// fixed bounds and one array increment; no dictionary, no allocation).
@@ -55,7 +54,7 @@ package struct RequestDurations {
     }
 
     /// Counts one logged record.
-    mutating func count(_ record: DecisionRecord) {
+    package mutating func count(_ record: DecisionRecord) {
         let kind: Kind
         let seconds: Double
         if let connected = record.connectedAfter {
@@ -88,7 +87,7 @@ package struct RequestDurations {
         sums[series] += seconds
     }
 
-    mutating func add(_ other: RequestDurations) {
+    package mutating func add(_ other: RequestDurations) {
         for index in counts.indices { counts[index] += other.counts[index] }
         for index in sums.indices { sums[index] += other.sums[index] }
     }

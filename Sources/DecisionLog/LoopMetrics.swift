@@ -1,4 +1,3 @@
-import DecisionLog
 import TLSWire
 
 /// One loop's counters for /metrics. Plain integers touched only on the loop's queue (no atomics on
@@ -28,6 +27,11 @@ package struct LoopMetrics {
     package struct LoopLoad {
         package var accepted: Int
         package var open: Int
+
+        package init(accepted: Int, open: Int) {
+            self.accepted = accepted
+            self.open = open
+        }
     }
     package var bytesUp = 0
     package var bytesDown = 0
@@ -91,6 +95,21 @@ package struct LoopMetrics {
     /// Request durations by kind and action (`atsgate_request_duration_seconds`).
     package var requestDurations = RequestDurations()
 
+    /// Records of the transparent gate by path (`transparent`, `quic`) and action.
+    package var transparent: [PathKey: Int] = [:]
+
+    package struct PathKey: Hashable, Comparable {
+        package var path: String
+        package var result: String
+
+        package static func < (lhs: PathKey, rhs: PathKey) -> Bool { (lhs.path, lhs.result) < (rhs.path, rhs.result) }
+    }
+
+    /// The QUIC listener's datagrams by what they were, and the attempts its table remembers (filled
+    /// by a scrape from the first loop, which reads QUIC).
+    package var quicDatagrams: [String: Int] = [:]
+    package var quicRemembered = 0
+
     package init() {}
 
     /// Counts one logged record (the loops' counters, and the live page's totals: LiveFeed).
@@ -117,9 +136,10 @@ package struct LoopMetrics {
             upstream[UpstreamKey(parent: record.parent ?? "", result: reason), default: 0] += 1
         }
         requestDurations.count(record)
+        if record.path != .proxy { transparent[PathKey(path: record.path.rawValue, result: action), default: 0] += 1 }
     }
 
-    mutating func add(_ other: LoopMetrics) {
+    package mutating func add(_ other: LoopMetrics) {
         decisions.merge(other.decisions, uniquingKeysWith: +)
         connectionsAccepted += other.connectionsAccepted
         bytesUp += other.bytesUp
@@ -129,43 +149,8 @@ package struct LoopMetrics {
         clientRefusals.merge(other.clientRefusals, uniquingKeysWith: +)
         upstream.merge(other.upstream, uniquingKeysWith: +)
         requestDurations.add(other.requestDurations)
+        transparent.merge(other.transparent, uniquingKeysWith: +)
+        quicDatagrams.merge(other.quicDatagrams, uniquingKeysWith: +)
+        quicRemembered += other.quicRemembered
     }
-}
-
-/// Server-wide values that are not per loop, read at scrape time.
-package struct ServerGauges {
-    package var connectionsOpen: Int
-    package var generation: Int
-    package var reloadsSucceeded: Int
-    package var reloadsFailed: Int
-    package var lastReloadTime: Double
-    package var draining: Bool
-    package var probeCache: [String: Int]
-    package var version: String
-    /// The decision log's buffer and losses (defaults: a log that never filled).
-    package var log = LogState(bufferedBytes: 0, capacity: LogSink.defaultCapacity, overflow: .drop, droppedTotal: 0,
-                               cause: "", failure: nil, paused: false, pauses: 0, output: "standard output")
-    /// The resolver's counters.
-    package var resolver = ResolverGauges()
-    /// Every parent the configuration names (`--parent` and routes'), and whether it is up (not
-    /// passed over after a failure).
-    package var parents: [(parent: String, up: Bool)] = []
-    /// Work waiting for each blocking pool (certificates, probes, passwords).
-    package var blockingQueues: [(pool: String, waiting: Int)] = []
-    /// The trust store new connections are judged against (`--trust-store`).
-    package var trustStore = (name: "system", version: "host")
-}
-
-/// The resolver's counters for /metrics, in ProxyCore's words (the Admin target sees no DNS types).
-package struct ResolverGauges {
-    /// Lookups sent to the resolver (per name and address family), by result.
-    package var lookups: [(result: String, count: Int)] = []
-    /// Cache answers per name and address family: hit, negative, stale (served on a failure), miss.
-    package var cache: [(result: String, count: Int)] = []
-    /// The lookup latency histogram: (upper bound in seconds, cumulative count), then sum and count.
-    package var latency: [(bound: Double, count: Int)] = []
-    package var latencySum = 0.0
-    package var latencyCount = 0
-    package var inFlight = 0
-    package var cacheEntries = 0
 }

@@ -1,8 +1,7 @@
-import DecisionLog
 import POSIX
 import Testing
 import TLSWire
-@testable import ProxyCore
+@testable import DecisionLog
 
 @Suite struct LoopMetricsTests {
     private static func record(app: String? = nil, keyExchange: KeyExchangeFacts?) -> DecisionRecord {
