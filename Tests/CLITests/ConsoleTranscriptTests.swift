@@ -7,16 +7,21 @@ import TestSupport
 /// allowed (CONTRIBUTING.md, "Transcripts"). A block that is not meant to run uses another fence
 /// (```sh, ```text). Every failing block of a file is reported in one run.
 @Suite(.serialized) struct ConsoleTranscriptTests {
-    @Test func theConsoleBlocksOfTheDocsPagesRunAsWritten() throws {
-        let pages = try Transcript.markdownFiles(under: "docs")
-        #expect(!pages.isEmpty)
-        let failures = try pages.flatMap { try Transcript.failures(in: $0) }
+    /// README.md and every page under docs/ that has a console block: one test case each, so a run
+    /// names every page that differs, and within a page every block.
+    static let pages: [String] = {
+        let all = ["README.md"] + ((try? Transcript.markdownFiles(under: "docs")) ?? [])
+        return all.filter { path in (try? ReferencePage(path))?.text.contains("```console") == true }
+    }()
+
+    @Test(arguments: pages)
+    func theConsoleBlocksOfThePageRunAsWritten(page: String) throws {
+        let failures = try Transcript.failures(in: page)
         #expect(failures.isEmpty, "\(failures.count) console block(s) differ:\n\n\(failures.joined(separator: "\n\n"))")
     }
 
-    @Test func theConsoleBlocksOfTheREADMERunAsWritten() throws {
-        let failures = try Transcript.failures(in: "README.md")
-        #expect(failures.isEmpty, "\(failures.count) console block(s) differ:\n\n\(failures.joined(separator: "\n\n"))")
+    @Test func theReferencePagesHaveTranscripts() {
+        #expect(Self.pages.contains("docs/reference/exit-codes.md"), "\(Self.pages)")
     }
 
     /// The convention itself: what each placeholder stands for, and `...` for any lines.
