@@ -185,7 +185,7 @@ let package = Package(
                     dependencies: ["DecisionLog", "ATSPolicy", "POSIX", "TLSWire", "TestSupport", "LogTestSupport"]),
         .testTarget(name: "HandOverTests", dependencies: ["HandOver", "DecisionLog", "ATSPolicy", "POSIX"]),
         .testTarget(name: "ProxyAnswersTests",
-                    dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX", "ProxyAccess"]),
+                    dependencies: ["ProxyAnswers", "DecisionLog", "ATSPolicy", "HTTP1", "POSIX", "ProxyAccess", "TestSupport"]),
         .testTarget(name: "InspectionTests",
                     dependencies: ["Inspection", "ProxyAnswers", "EventLoops", "ATSPolicy", "HTTP1", "TLSWire", "POSIX", "TestSupport"]),
         .testTarget(name: "QUICGateTests",

@@ -1,5 +1,6 @@
 /// The ATS-SPEC rule that decided a TLS-level outcome: R14 (version, cipher suite), R15 and R15a
 /// (certificate), R16 (Certificate Transparency), R17 (pins), R18 (system connections).
+/// "ATS-SPEC Rn", here and in every comment, is the rule of docs/reference/ats-rules.md.
 public enum RuleID: String, Sendable, CaseIterable, Comparable {
     case r14 = "R14"
     case r15 = "R15"
