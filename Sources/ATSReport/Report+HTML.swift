@@ -57,7 +57,7 @@ extension Report {
             out += "<section class=\"app\"><h3>Absent since the baseline (apps not recorded in this run)</h3>\n"
                 + HTMLPage.absentTable(absentElsewhere) + "</section>\n"
         }
-        out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS-SPEC R1-R18)</footer>\n"
+        out += "<footer>atsgate report &middot; decisions judged again under each app's policy (ATS rules R1-R18)</footer>\n"
         out += "</body>\n</html>\n"
         return out
     }

@@ -61,7 +61,7 @@ enum PrometheusText {
                       (label(["kind": $0.kind.label, "action": $0.action]), $0.buckets, $0.sum, $0.count)
                   })
         family("atsgate_tls_handshake_failures_total", "counter",
-               "TLS handshakes refused or failed, by reason and the ATS-SPEC rule that decided (R14-R17; empty when none did).",
+               "TLS handshakes refused or failed, by reason and the ATS rule that decided (R14-R17 of docs/reference/ats-rules.md; empty when none did).",
                metrics.handshakeFailures.sorted { $0.key < $1.key }.map {
                    (label(["reason": $0.key.reason, "rule": $0.key.rule]), "\($0.value)")
                })

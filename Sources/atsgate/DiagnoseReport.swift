@@ -26,13 +26,13 @@ struct DiagnoseReport {
         var out = system ? "Starting System Connection Diagnostics\n\n" : "Starting ATS Diagnostics\n\n"
         let scheme = destination.scheme == .https ? "HTTPS" : "HTTP"
         if system {
-            out += "Judging \(url) by Apple's requirements for system connections (ATS-SPEC R18): TLS 1.2 or"
+            out += "Judging \(url) by Apple's requirements for system connections (rule R18, docs/reference/ats-rules.md): TLS 1.2 or"
                 + " later, a forward-secrecy cipher suite, certificates as R15/R15a, and on TLS 1.2 the extended"
                 + " master secret (RFC 7627).\n"
         } else {
             out += "Configuring ATS Info.plist keys and displaying the result of \(scheme) loads to \(url).\n"
             out += "A test will \"PASS\" if the handshake and the certificate satisfy the configuration"
-                + " (ATS-SPEC R13-R17), and \"FAIL\" otherwise, with the reason code.\n"
+                + " (rules R13-R17, docs/reference/ats-rules.md), and \"FAIL\" otherwise, with the reason code.\n"
         }
         if !storeSummary.isEmpty { out += "Trust store: \(storeSummary).\n" }
         if let transparency {

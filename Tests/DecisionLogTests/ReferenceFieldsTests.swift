@@ -21,6 +21,10 @@ import TLSWire
         mutating func address(_ name: StaticString, _ value: SocketAddress) { add(name, "string") }
         mutating func host(_ name: StaticString, _ value: ATSPolicy.Host?) { add(name, "string") }
         mutating func ip(_ name: StaticString, _ value: IPAddress?) { add(name, "string") }
+        // Only a frozen record (an upgrade's adopted tunnel) replays; its fields are its maker's.
+        mutating func replayed(_ name: String, _ value: JSONValue) {
+            fields.append((name, "replayed"))
+        }
     }
 
     private static let page = Result { try ReferencePage("docs/reference/record-fields.md") }
