@@ -46,30 +46,14 @@ public enum PostQuantumPeer {
         if let groups { arguments += ["--groups", groups] }
         if let maximumVersion { arguments += ["--max", maximumVersion] }
         if let userAgent { arguments += ["--user-agent", userAgent] }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        nonisolated(unsafe) var outData = Data(), errData = Data()
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) { outData = out.fileHandleForReading.readDataToEndOfFile() }
-        DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-        if group.wait(timeout: .now() + 60) == .timedOut {
-            kill(process.processIdentifier, SIGKILL)
-            throw HarnessError("pq_peer.py client \(arguments.dropFirst(2).joined(separator: " ")) did not finish in time")
-        }
-        process.waitUntilExit()
-        let line = String(decoding: outData, as: UTF8.self).split(separator: "\n").last.map(String.init) ?? ""
+        let run = try Shell.run(python, arguments, timeout: 60)
+        let line = run.stdout.split(separator: "\n").last.map(String.init) ?? ""
         guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any] else {
-            throw HarnessError("pq_peer.py client printed no result: \(String(decoding: errData, as: UTF8.self))")
+            throw HarnessError("pq_peer.py client printed no result: \(run.stderr)")
         }
         return ClientResult(version: object["version"] as? String, group: object["group"] as? String,
                             status: object["status"] as? String, body: object["body"] as? String,
-                            error: object["error"] as? String, exitStatus: process.terminationStatus)
+                            error: object["error"] as? String, exitStatus: run.status)
     }
 }
 
