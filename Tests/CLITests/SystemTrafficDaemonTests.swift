@@ -90,6 +90,19 @@ import TestSupport
         #expect(records.allSatisfy { $0["app"] as? String != "system" }, "\(records)")
     }
 
+    @Test func aRoutesDestinationRulesHoldForTheDevicesOwnTrafficToo() throws {
+        let origin = try Origin()
+        let files = try TemporaryDirectory()
+        let policy = try files.write("policy.json", "{}")
+        let daemon = try Daemon(Self.arguments(origin) + ["--policy", "lab=\(policy)",
+                                                          "--route", "client:127.0.0.0/8=lab,deny-dest=telemetry.lab.test"])
+        let port = origin.httpPort
+        #expect(try Self.status(daemon, "http://telemetry.lab.test:\(port)/small", agent: Self.app) == "403")
+        let records = try daemon.stopInTimeOrder(expected: 1)
+        #expect(records.first?["app"] as? String == "system", "\(records)")
+        #expect(records.first?["reason"] as? String == "destination-not-allowed", "the route's deny-dest, not ATS: \(records)")
+    }
+
     @Test(arguments: [
         (["--system-dest", "bad name!"], "--system-dest 'bad name!': expected NAME, .SUFFIX or CIDR"),
         (["--system-dest", "host.test:99999"], "--system-dest 'host.test:99999': the port after ':' must be 1-65535"),

@@ -380,15 +380,16 @@ package final class ProxyConnection {
     /// device's own traffic (`system`) is no app's: whatever the routes say, it gets no app's policy.
     func choosePolicy(product: String?, target: Destination?, system: SystemTraffic? = nil) -> Bool {
         systemTraffic = system
+        let router = generation.router
+        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
+        // A route's destination ACL holds for all of its clients' traffic, the device's own included.
+        aclIndex = route.map { $0 + 1 } ?? 0
         if system != nil {
             record.app = SystemTraffic.app
             record.policy = SystemTraffic.app
             return true
         }
-        let router = generation.router
-        let (selected, kind, route) = router.choose(user: proxyUser, client: clientAddress.ip, port: localPort, product: product)
         record.route = kind
-        aclIndex = route.map { $0 + 1 } ?? 0
         guard let selected else {
             record.target = target
             record.unrouted = true
