@@ -74,9 +74,14 @@ final class QUICInitialCipher {
     }
 
     private static func setDigest(_ context: OpaquePointer) -> Bool {
-        let digest = strdup("SHA256")
-        defer { free(digest) }
-        var parameters = [OSSL_PARAM_construct_utf8_string("digest", digest, 0), OSSL_PARAM_construct_end()]
+        // OSSL_PARAM keeps both pointers until the set call: a Swift string passed as the key is a
+        // temporary freed when the construct call returns (AddressSanitizer found it read after that).
+        let key = strdup("digest"), digest = strdup("SHA256")
+        defer {
+            free(key)
+            free(digest)
+        }
+        var parameters = [OSSL_PARAM_construct_utf8_string(key, digest, 0), OSSL_PARAM_construct_end()]
         return EVP_MAC_CTX_set_params(context, &parameters) == 1
     }
 
