@@ -1,5 +1,6 @@
 // libFuzzer target: RequestHeadParser.parse over one buffer of client bytes.
 @testable import HTTP1
+@testable import ProxyAnswers
 @testable import ProxyCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
