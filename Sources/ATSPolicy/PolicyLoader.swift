@@ -105,6 +105,9 @@ public enum PolicyLoader {
         let root: Any?
         if looksLikeJSON(data) {
             root = try? JSONSerialization.jsonObject(with: data)
+        } else if data.starts(with: Array("bplist".utf8)), BinaryPlistValidator.problem([UInt8](data)) != nil {
+            // Foundation's binary scanner traps on some malformed files: never hand it one.
+            root = nil
         } else {
             root = try? PropertyListSerialization.propertyList(from: data, format: nil)
         }
@@ -136,6 +139,10 @@ public enum PolicyLoader {
                     // Foundation's XML scanner recurses before any of our code runs.
                     throw PolicyLoadError(path: origin,
                                           problem: "nested deeper than \(PlistValue.maximumDepth) levels")
+                }
+                if format == .binaryPlist, let problem = BinaryPlistValidator.problem([UInt8](data)) {
+                    // Foundation's binary scanner traps on some malformed files instead of throwing.
+                    throw PolicyLoadError(path: origin, problem: "not a valid \(PolicyFileFormat.binaryPlist.displayName): \(problem)")
                 }
                 var decoded = PropertyListSerialization.PropertyListFormat.xml
                 rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data, format: &decoded)

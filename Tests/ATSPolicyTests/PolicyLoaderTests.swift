@@ -223,6 +223,27 @@ struct PolicyLoaderTests {
         }
     }
 
+    static func hex(_ text: String) -> Data {
+        let digits = Array(text.filter(\.isHexDigit))
+        return Data(stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! })
+    }
+
+    /// A bplist00 of `objects` (each its bytes, one-byte offsets and references), the first the top.
+    static func binary(objects: [[UInt8]]) -> Data {
+        var bytes = Array("bplist00".utf8)
+        var offsets: [UInt8] = []
+        for object in objects {
+            offsets.append(UInt8(bytes.count))
+            bytes += object
+        }
+        let table = bytes.count
+        bytes += offsets
+        bytes += [0, 0, 0, 0, 0, 0, 1, 1] + be64(objects.count) + be64(0) + be64(table)
+        return Data(bytes)
+    }
+
+    static func be64(_ value: Int) -> [UInt8] { (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) } }
+
     static let badInputs: [BadInput] = [
         BadInput("empty file", "", "empty"),
         BadInput("white space only", " \n\t ", "not a property list"),
@@ -239,6 +260,19 @@ struct PolicyLoaderTests {
         BadInput("bplist magic alone", Data("bplist".utf8), ["binary property list"]),
         // Foundation would read these as OpenStep plists (a string, data).
         BadInput("bplist and a word", Data("bplistword".utf8), ["binary property list"]),
+        // Found by Fuzz/Targets/PolicyLoader.swift: Foundation's binary scanner traps (never throws) on
+        // a dictionary whose key is a dictionary; these never reach it.
+        BadInput("a binary dictionary whose key is a dictionary", hex("""
+            62706c6973743030d201020403df16104e53416c6c6f7773417262693c646174613e6f6164735f10124e534578636570\
+            74696f6e446f6d61696e730979000000100f6170692e6578616d706c652e636f6dd0080d263b3c3f5100000000000001\
+            01000000000000000700000000000000000000000000000052
+            """), ["binary property list", "a dictionary key is not a string"]),
+        BadInput("a binary array that contains itself", binary(objects: [[0xA1, 0x00]]),
+                 ["binary property list", "a container contains itself"]),
+        BadInput("a binary dictionary that refers past its objects", binary(objects: [[0xD1, 0x05, 0x06]]),
+                 ["binary property list", "outside the object table"]),
+        BadInput("a binary string longer than the file", binary(objects: [[0x5F, 0x10, 0xFF, 0x41]]),
+                 ["binary property list", "runs past the object area"]),
         BadInput("OpenStep data in angle brackets", "<616263>", "XML property list"),
         // Found by Fuzz/Targets/PolicyLoader.swift: Foundation's reason quotes the bytes after the tag.
         BadInput("an unknown tag followed by a line break and a NUL",
