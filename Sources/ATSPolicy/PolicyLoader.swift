@@ -141,8 +141,11 @@ public enum PolicyLoader {
                                           problem: "nested deeper than \(PlistValue.maximumDepth) levels")
                 }
                 if format == .binaryPlist, let problem = BinaryPlistValidator.problem([UInt8](data)) {
-                    // Foundation's binary scanner traps on some malformed files instead of throwing.
-                    throw PolicyLoadError(path: origin, problem: "not a valid \(PolicyFileFormat.binaryPlist.displayName): \(problem)")
+                    // Foundation's binary scanner traps on some malformed files instead of throwing. The
+                    // locator names the byte when the fault is in the trailer, the table or a marker.
+                    let broken = "not a valid \(PolicyFileFormat.binaryPlist.displayName)"
+                    let located = PolicyLoadError(path: origin, problem: broken).located(in: data, format: .binaryPlist, failure: nil)
+                    throw located.byteOffset != nil ? located : PolicyLoadError(path: origin, problem: "\(broken): \(problem)")
                 }
                 var decoded = PropertyListSerialization.PropertyListFormat.xml
                 rootValue = try PropertyListDecoder().decode(PlistValue.self, from: data, format: &decoded)

@@ -266,7 +266,9 @@ struct PolicyLoaderTests {
             62706c6973743030d201020403df16104e53416c6c6f7773417262693c646174613e6f6164735f10124e534578636570\
             74696f6e446f6d61696e730979000000100f6170692e6578616d706c652e636f6dd0080d263b3c3f5100000000000001\
             01000000000000000700000000000000000000000000000052
-            """), ["binary property list", "a dictionary key is not a string"]),
+            """), ["binary property list", "object 4 starts with 0x79", "(at byte 60)"]),
+        BadInput("a binary dictionary whose key is an integer", binary(objects: [[0xD1, 0x01, 0x02], [0x10, 0x01], [0x09]]),
+                 ["binary property list", "a dictionary key is not a string"]),
         BadInput("a binary array that contains itself", binary(objects: [[0xA1, 0x00]]),
                  ["binary property list", "a container contains itself"]),
         BadInput("a binary dictionary that refers past its objects", binary(objects: [[0xD1, 0x05, 0x06]]),
