@@ -74,8 +74,8 @@ public struct SystemTraffic: Sendable, Equatable {
     /// A request whose User-Agent is the captive-portal probe's (`CaptiveNetworkSupport-407.0.1 wispr`),
     /// on any path: the device checking that the network reaches the Internet, not an app's load.
     public static func captiveProbe(userAgent: String?) -> SystemTraffic? {
-        guard let userAgent, userAgent.utf8.count >= captiveProduct.utf8.count,
-              userAgent.prefix(captiveProduct.count).lowercased() == captiveProduct else { return nil }
+        // Compared byte by byte, case folded: every request with a User-Agent asks, so no copy is made.
+        guard let userAgent, userAgent.utf8.starts(with: captiveProduct.utf8, by: { $0 | 0x20 == $1 }) else { return nil }
         return SystemTraffic(kind: .captiveProbe, message: "the device's captive-portal probe (User-Agent \(userAgent)):"
                              + " not the app's load, so ATS does not judge it")
     }

@@ -12,9 +12,10 @@ extension ProxyConnection {
     // MARK: absolute-form requests
 
     /// The device's own traffic (`systemTraffic`) is decided outside the app's policy and never blocked.
-    func forward(_ head: RequestHead) {
+    /// `named`: the target as `dispatch` already read it (nil when it did not parse).
+    func forward(_ head: RequestHead, named: Destination?) {
         let destination: Destination
-        switch head.absoluteFormDestination {
+        switch named.map { .success($0) } ?? head.absoluteFormDestination {
         case .success(let parsed):
             destination = parsed
         case .failure(let error):

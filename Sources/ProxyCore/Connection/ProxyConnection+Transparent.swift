@@ -119,8 +119,9 @@ extension ProxyConnection {
     }
 
     /// An HTTP request on the transparent path, to `transparentTarget`.
-    func forwardTransparent(_ head: RequestHead) {
-        guard let destination = transparentTarget(head) else {
+    /// `named`: `transparentTarget(head)`, as `dispatch` already read it.
+    func forwardTransparent(_ head: RequestHead, named: Destination?) {
+        guard let destination = named else {
             return respond(.answer(status: 400, .badRequest, message: "Host \(head.field(.host) ?? "") is not a valid authority"))
         }
         forward(head, to: destination)

@@ -8,12 +8,18 @@ import HTTP1
 extension ProxyConnection {
     // MARK: CONNECT
 
-    func connectTunnel(_ head: RequestHead) {
+    /// `named`: the target as `dispatch` already read it (nil when it did not parse: read again here
+    /// for the error's words).
+    func connectTunnel(_ head: RequestHead, named: Destination?) {
         let destination: Destination
-        do {
-            destination = try Destination.parse(authority: head.target, scheme: .https, portRequired: true)
-        } catch {
-            return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
+        if let named {
+            destination = named
+        } else {
+            do {
+                destination = try Destination.parse(authority: head.target, scheme: .https, portRequired: true)
+            } catch {
+                return respond(.answer(status: 400, .badRequest, message: "CONNECT target \(error.description)"))
+            }
         }
         let loadContext = generation.configuration.context ?? LoadContext.infer(userAgent: head.field(.userAgent))
         record.decision = policy.decide(destination, context: loadContext)

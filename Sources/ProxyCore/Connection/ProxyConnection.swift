@@ -354,13 +354,13 @@ package final class ProxyConnection {
             ? generation.configuration.systemTraffic.classify(head, userAgent: record.userAgent, destination: named) : nil
         guard choosePolicy(product: AppRouter.product(ofUserAgent: record.userAgent), target: named, system: system) else { return }
         if transparent != nil {
-            return forwardTransparent(head)
+            return forwardTransparent(head, named: named)
         }
         if head.method == "CONNECT" {
-            return connectTunnel(head)
+            return connectTunnel(head, named: named)
         }
         if head.isAbsoluteForm {
-            return forward(head)
+            return forward(head, named: named)
         }
         let target = head.target
         if target.hasPrefix("/") {
